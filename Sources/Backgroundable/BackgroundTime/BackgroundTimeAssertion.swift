@@ -1,0 +1,150 @@
+import Synchronization
+
+/// One background-time assertion: begun once, ended exactly once — by ``end()`` or,
+/// if the provider takes the time back first, inside its expiration handler, which
+/// then calls the `onExpiration` closure given to ``begin(named:provider:onExpiration:)``.
+///
+/// This is the runtime behind the `@Backgroundable` macro and
+/// ``withBackgroundTime(named:provider:operation:onExpiration:)``: begin before the
+/// work, ``end()`` in a `defer`.
+///
+/// All members are thread-safe. ``end()`` is idempotent. An expiration that races
+/// with ``end()`` is resolved under a lock: exactly one of them ends the assertion,
+/// and `onExpiration` runs only if the expiration won.
+public final class BackgroundTimeAssertion: Sendable {
+    private enum State {
+        /// `beginBackgroundTask` has not returned yet.
+        case beginning(endRequested: Bool, expired: Bool)
+        case held(BackgroundTaskIdentifier?)
+        case ended
+        case expired
+    }
+
+    /// The name the assertion was begun with.
+    public let name: String
+    private let provider: any BackgroundTaskProvider
+    private let onExpiration: @Sendable () -> Void
+    private let state = Mutex(State.beginning(endRequested: false, expired: false))
+
+    private init(name: String, provider: any BackgroundTaskProvider, onExpiration: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.provider = provider
+        self.onExpiration = onExpiration
+    }
+
+    /// Begins an assertion.
+    ///
+    /// - Parameters:
+    ///   - name: Shown by the platform (for example in Xcode's debugger).
+    ///   - provider: Where the assertion comes from.
+    ///   - onExpiration: Runs at most once, on the provider's thread, after the
+    ///     assertion was ended because its time ran out. Cancel or save work here.
+    public static func begin(
+        named name: String,
+        provider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
+        onExpiration: @escaping @Sendable () -> Void = {}
+    ) -> BackgroundTimeAssertion {
+        let assertion = BackgroundTimeAssertion(name: name, provider: provider, onExpiration: onExpiration)
+        let identifier = provider.beginBackgroundTask(named: name) { [weak assertion] in
+            assertion?.expire()
+        }
+        let outcome = assertion.state.withLock { state -> (end: Bool, expired: Bool) in
+            guard case .beginning(let endRequested, let expired) = state else { return (false, false) }
+            state = endRequested ? .ended : expired ? .expired : .held(identifier)
+            return (endRequested || expired, expired)
+        }
+        if outcome.end, let identifier {
+            provider.endBackgroundTask(identifier)
+        }
+        if outcome.expired {
+            onExpiration()
+        }
+        return assertion
+    }
+
+    /// `true` until the assertion ended or expired.
+    public var isHeld: Bool {
+        state.withLock {
+            switch $0 {
+            case .beginning(let endRequested, let expired): !endRequested && !expired
+            case .held: true
+            case .ended, .expired: false
+            }
+        }
+    }
+
+    /// Ends the assertion. Idempotent; does nothing after it expired.
+    public func end() {
+        let identifier = state.withLock { state -> BackgroundTaskIdentifier? in
+            switch state {
+            case .beginning(_, let expired):
+                state = .beginning(endRequested: true, expired: expired)
+                return nil
+            case .held(let identifier):
+                state = .ended
+                return identifier
+            case .ended, .expired:
+                return nil
+            }
+        }
+        if let identifier {
+            provider.endBackgroundTask(identifier)
+        }
+    }
+
+    /// The provider's expiration handler: ends the assertion right here, then runs
+    /// `onExpiration` — unless ``end()`` came first.
+    private func expire() {
+        let (identifier, notify) = state.withLock { state -> (BackgroundTaskIdentifier?, Bool) in
+            switch state {
+            case .beginning(let endRequested, _):
+                state = .beginning(endRequested: endRequested, expired: !endRequested)
+                return (nil, false)  // `begin` ends it and notifies once the identifier is known
+            case .held(let identifier):
+                state = .expired
+                return (identifier, true)
+            case .ended, .expired:
+                return (nil, false)
+            }
+        }
+        if let identifier {
+            provider.endBackgroundTask(identifier)
+        }
+        if notify {
+            onExpiration()
+        }
+    }
+}
+
+/// Runs `operation` while holding a background-time assertion: begun before it, ended
+/// when it returns, throws or is cancelled.
+///
+/// - Parameters:
+///   - name: The assertion's name.
+///   - provider: Where the assertion comes from.
+///   - operation: The work. Runs on the caller's isolation.
+///   - onExpiration: Runs at most once, after the assertion was ended because its
+///     time ran out while `operation` was still running.
+public func withBackgroundTime<Result, Failure: Error>(
+    named name: String,
+    provider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
+    isolation: isolated (any Actor)? = #isolation,
+    operation: () async throws(Failure) -> Result,
+    onExpiration: @escaping @Sendable () -> Void = {}
+) async throws(Failure) -> Result {
+    let assertion = BackgroundTimeAssertion.begin(named: name, provider: provider, onExpiration: onExpiration)
+    defer { assertion.end() }
+    return try await operation()
+}
+
+/// The synchronous form of ``withBackgroundTime(named:provider:isolation:operation:onExpiration:)``.
+public func withBackgroundTime<Result, Failure: Error>(
+    named name: String,
+    provider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
+    operation: () throws(Failure) -> Result,
+    onExpiration: @escaping @Sendable () -> Void = {}
+) throws(Failure) -> Result {
+    let assertion = BackgroundTimeAssertion.begin(named: name, provider: provider, onExpiration: onExpiration)
+    defer { assertion.end() }
+    return try operation()
+}

@@ -1,0 +1,35 @@
+extension BackgroundQueue {
+    /// What a queue reports through ``BackgroundQueue/events``.
+    public enum Event: Sendable {
+        /// The queue went from idle to busy (its first live unit arrived).
+        case busy
+        /// The queue went from busy to idle (its last live unit ended).
+        case idle
+        /// A unit was added and is waiting to start.
+        case enqueued(AsyncTask)
+        /// A unit started executing.
+        case started(AsyncTask)
+        /// A live unit reached its outcome, or an arriving unit was dropped.
+        case ended(AsyncTask, AsyncTask.Outcome)
+        /// The background time the queue held expired; the expiration policy is applied next.
+        case backgroundTimeExpiring
+    }
+
+    /// What a queue does with its work when the system (or a grace period) takes its
+    /// background time back. The assertion is always ended inside the expiration
+    /// handler first.
+    public struct ExpirationPolicy: Sendable, Hashable {
+        enum Kind: Sendable, Hashable {
+            case cancelAll, cancelPending, keepRunning
+        }
+
+        let kind: Kind
+
+        /// Cancel executing and waiting units, so they can save state (the default).
+        public static let cancelAll = ExpirationPolicy(kind: .cancelAll)
+        /// Cancel the units that have not started; executing ones carry on.
+        public static let cancelPending = ExpirationPolicy(kind: .cancelPending)
+        /// Cancel nothing; the work runs on without background time.
+        public static let keepRunning = ExpirationPolicy(kind: .keepRunning)
+    }
+}

@@ -1,0 +1,252 @@
+import Synchronization
+
+/// A queue that runs ``AsyncTask`` units with Swift concurrency: FIFO among equal
+/// priorities, an optional concurrency limit, name-based deduplication, counted
+/// suspension, observation, and one background-time assertion per busy period.
+///
+/// ## Concurrency contract
+/// `BackgroundQueue` is an actor, but every member is `nonisolated` and synchronous
+/// unless it waits for something: the queue's state lives behind a lock, so adding a
+/// unit costs a lock and a few pointer writes — no actor hop, no `Task`, nothing that
+/// suspends. That is what lets plain (non-async) code keep FIFO order: units added one
+/// after another from one thread start in that order (see ``add(_:)``).
+///
+/// Units never start on the caller's thread. A drainer task moves ready units to
+/// executing in batches and creates each unit's wrapping `Task`; when a unit ends,
+/// the thread that ended it starts the next one if a slot is free.
+///
+/// A queue that is deinitialised cancels the units that have not started (outcome
+/// ``AsyncTask/Outcome/cancelled``); executing units run to their outcome.
+public actor BackgroundQueue {
+    /// The process-wide background queue (1.x `OperationQueue.background`): unbounded,
+    /// with the platform's default ``BackgroundTaskProvider``.
+    public static let shared = BackgroundQueue(name: "Backgroundable.shared")
+
+    nonisolated let core: QueueCore
+
+    /// Creates a queue.
+    ///
+    /// - Parameters:
+    ///   - name: Names the queue's background-time assertions.
+    ///   - maxConcurrentTasks: How many units may execute at once; `nil` for no limit.
+    ///     A value below 1 is treated as 1, so a queue always makes progress.
+    ///   - backgroundTaskProvider: Supplies the background-time assertion the queue
+    ///     holds while it is busy.
+    ///   - expirationPolicy: What happens to the queue's work when that background time
+    ///     expires.
+    public init(
+        name: String? = nil,
+        maxConcurrentTasks: Int? = nil,
+        backgroundTaskProvider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
+        expirationPolicy: ExpirationPolicy = .cancelAll
+    ) {
+        core = QueueCore(
+            label: name ?? "Backgroundable.BackgroundQueue",
+            limit: Self.effectiveLimit(maxConcurrentTasks),
+            provider: backgroundTaskProvider,
+            expirationPolicy: expirationPolicy
+        )
+        core.queue = self
+    }
+
+    deinit {
+        core.close()
+    }
+
+    private static func effectiveLimit(_ limit: Int?) -> Int {
+        guard let limit else { return .max }
+        return Swift.max(1, limit)
+    }
+
+    /// The queue's name.
+    public nonisolated var name: String { core.label }
+
+    /// The background-task provider this queue's assertions come from.
+    public nonisolated var backgroundTaskProvider: any BackgroundTaskProvider { core.provider }
+
+    // MARK: Adding work
+
+    /// Adds a unit. Synchronous, never suspends, callable from any thread or task.
+    ///
+    /// Units added one after another by one caller start in that order (among equal
+    /// priorities; higher priorities start first). Name-based deduplication is applied
+    /// atomically with the add: a ``UniquenessPolicy/drop`` unit whose name is live
+    /// ends ``AsyncTask/Outcome/dropped`` before this returns.
+    ///
+    /// A unit belongs to one queue for its whole life: adding a unit that was already
+    /// added (here or to another queue), or that has ended, does nothing.
+    ///
+    /// - Returns: `task`, so the caller can await or cancel it.
+    @discardableResult
+    public nonisolated func add(_ task: AsyncTask) -> AsyncTask {
+        core.add(task)
+        return task
+    }
+
+    /// Adds the unit of an async-style handle; see ``add(_:)-(AsyncTask)``.
+    @discardableResult
+    public nonisolated func add<Success>(_ handle: AsyncTaskHandle<Success>) -> AsyncTaskHandle<Success> {
+        core.add(handle.task)
+        return handle
+    }
+
+    /// Adds several units at once, in order; deduplication policies apply in that order.
+    public nonisolated func add(contentsOf tasks: some Sequence<AsyncTask>) {
+        core.add(tasks, sequential: false)
+    }
+
+    /// Adds a sequential group: each unit starts only after the previous one reached
+    /// *any* outcome. A member that is dropped, cancelled or times out is skipped, so a
+    /// group never hangs. Members that were already added elsewhere are skipped.
+    public nonisolated func addSequence(_ tasks: some Sequence<AsyncTask>) {
+        core.add(tasks, sequential: true)
+    }
+
+    /// Creates and adds a callback-style unit (the 1.x `addAsyncOperation` shape):
+    /// `work` receives the unit, which is done when ``AsyncTask/finish()`` is called.
+    ///
+    /// Parameters are those of ``AsyncTask/init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+    @discardableResult
+    public nonisolated func add(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
+        _ work: @escaping @Sendable (AsyncTask) -> Void
+    ) -> AsyncTask {
+        add(
+            AsyncTask(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout, work))
+    }
+
+    /// Creates and adds an async-style unit: done when `body` returns or throws.
+    /// Synchronous like ``add(_:)-(AsyncTask)``; await the handle's value for the result.
+    ///
+    /// Parameters are those of ``AsyncTask/operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+    @discardableResult
+    public nonisolated func addOperation<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
+        _ body: @escaping @Sendable () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        add(
+            AsyncTask.operation(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout, body))
+    }
+
+    /// The async way to use the queue from async code: adds an async-style unit and
+    /// waits for its value.
+    ///
+    /// Suspends until the unit ends. Throws the body's error, or an ``AsyncTaskError``
+    /// when the unit was cancelled, replaced, dropped or timed out. Cancelling the
+    /// calling task cancels the unit.
+    public nonisolated func run<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        _ body: @escaping @Sendable () async throws -> Success
+    ) async throws -> Success {
+        try await addOperation(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy, body
+        ).value
+    }
+
+    // MARK: Controlling
+
+    /// How many units may execute at once; `nil` means no limit. Values below 1 are
+    /// treated as 1. Raising the limit starts waiting units at once.
+    public nonisolated var maxConcurrentTasks: Int? {
+        let limit = core.state.withLock { $0.limit }
+        return limit == .max ? nil : limit
+    }
+
+    /// Changes ``maxConcurrentTasks``. Executing units are never interrupted.
+    public nonisolated func setMaxConcurrentTasks(_ limit: Int?) {
+        core.transition { state, effects in
+            state.limit = Self.effectiveLimit(limit)
+            state.startReadyUnits(inlineLimit: 0, core: core, &effects)
+        }
+    }
+
+    /// Suspends the queue: nothing new starts until every `suspend()` is balanced by a
+    /// ``resume()``. Executing units carry on.
+    public nonisolated func suspend() {
+        core.state.withLock { $0.suspensions += 1 }
+    }
+
+    /// Balances one ``suspend()``. Extra calls are ignored. When the last suspension is
+    /// lifted, waiting units start.
+    public nonisolated func resume() {
+        core.transition { state, effects in
+            guard state.suspensions > 0 else { return }
+            state.suspensions -= 1
+            if state.suspensions == 0 {
+                state.startReadyUnits(inlineLimit: 0, core: core, &effects)
+            }
+        }
+    }
+
+    /// `true` while at least one ``suspend()`` is not balanced.
+    public nonisolated var isSuspended: Bool {
+        core.state.withLock { $0.suspensions > 0 }
+    }
+
+    /// Cancels every live unit — waiting and executing — with outcome
+    /// ``AsyncTask/Outcome/cancelled``. Units added afterwards run normally.
+    public nonisolated func cancelAll() {
+        core.cancel { $0.liveUnits }
+    }
+
+    // MARK: Observing
+
+    /// Units added and not started yet (waiting for a slot, the queue's resumption, or
+    /// their predecessor in a sequential group).
+    public nonisolated var enqueuedCount: Int {
+        core.state.withLock { $0.enqueuedCount }
+    }
+
+    /// Units executing now.
+    public nonisolated var executingCount: Int {
+        core.state.withLock { $0.executingCount }
+    }
+
+    /// `true` while the queue has live units (its busy period).
+    public nonisolated var isBusy: Bool {
+        core.state.withLock { $0.isBusy }
+    }
+
+    /// Waits until the queue is idle: no live unit, and the idle notification (delegate,
+    /// events, end of background time) delivered. Returns at once if it already is.
+    /// Does not block a thread; not cancellable.
+    public nonisolated func waitUntilIdle() async {
+        await core.waitUntilIdle()
+    }
+
+    /// A new stream of the queue's events, from now on, in order.
+    ///
+    /// Per-unit events are produced only while at least one stream is alive, so a queue
+    /// nobody observes pays nothing for them. The stream buffers without limit; it
+    /// finishes when the queue has been deinitialised and is idle.
+    public nonisolated var events: AsyncStream<Event> {
+        core.makeEventStream()
+    }
+
+    /// Receives the two 1.x notifications: the queue went busy, the queue went idle.
+    /// Held weakly. Calls are made in order, exactly once per busy period, never
+    /// concurrently, on the thread that caused the transition or that was delivering.
+    public nonisolated var delegate: (any BackgroundQueueDelegate)? {
+        core.state.withLock { $0.delegate }
+    }
+
+    /// Sets ``delegate``.
+    public nonisolated func setDelegate(_ delegate: (any BackgroundQueueDelegate)?) {
+        core.state.withLock { $0.delegate = delegate }
+    }
+}

@@ -1,0 +1,355 @@
+import Synchronization
+
+/// Something to hand to observers, in order, outside the lock.
+enum Delivery {
+    /// idle → busy: begin background time, tell the delegate and listeners.
+    case busy
+    /// busy → idle at the end of busy period `period`: end background time, tell the
+    /// delegate and listeners, resume idle waiters of that period.
+    case idle(period: UInt64)
+    case event(BackgroundQueue.Event)
+    /// The queue was deinitialised and is idle: finish the event streams.
+    case closed
+}
+
+/// What a locked transition asks the caller to do once the lock is released.
+struct Effects {
+    /// Units that ended under the queue's lock (already forgotten by the queue).
+    var endings: [(AsyncTask, UnitState.Ending)] = []
+    /// Units moved to executing whose wrapping `Task` must be created.
+    var launches: [(AsyncTask, AsyncTask.Work)] = []
+    var spawnDrainer = false
+    /// The caller became the one delivering the outbox.
+    var deliver = false
+}
+
+/// The scheduling state of one queue as a value: ready lists, executing list,
+/// name index, deadline heap and counters. Every method runs under the queue's lock
+/// and only records what must happen next in ``Effects``.
+///
+/// Lock order: the queue's lock may be held while a unit's lock is taken (the nested
+/// `unit.state.withLock` calls below), never the other way round.
+struct QueueState {
+    struct Sleeper {
+        let id: UInt64
+        var deadline: ContinuousClock.Instant
+        let task: Task<Void, Never>
+    }
+
+    struct IdleWaiter {
+        let period: UInt64
+        let continuation: UnsafeContinuation<Void, Never>
+    }
+
+    var limit: Int
+    var suspensions = 0
+    var ready = ReadyLists()
+    var executing = UnitList()
+    var names = NameIndex()
+    var deadlines = DeadlineHeap()
+    var enqueuedCount = 0
+    var executingCount = 0
+    var isDrainScheduled = false
+    var isClosed = false
+
+    var sleeper: Sleeper?
+    var sleeperIDs: UInt64 = 0
+
+    var isBusy = false
+    /// Number of idle → busy transitions so far; the current or last busy period.
+    var busyPeriods: UInt64 = 0
+    var idleDeliveredThrough: UInt64 = 0
+    var idleWaiters: [IdleWaiter] = []
+
+    var outbox: [Delivery] = []
+    var isDelivering = false
+    var listeners: [UInt64: AsyncStream<BackgroundQueue.Event>.Continuation] = [:]
+    var listenerIDs: UInt64 = 0
+    weak var delegate: (any BackgroundQueueDelegate)?
+    var assertion: BackgroundTimeAssertion?
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    var canStart: Bool {
+        suspensions == 0 && executingCount < limit && ready.first != nil
+    }
+
+    // MARK: Delivery
+
+    mutating func post(_ delivery: Delivery, _ effects: inout Effects) {
+        outbox.append(delivery)
+        if !isDelivering {
+            isDelivering = true
+            effects.deliver = true
+        }
+    }
+
+    /// Per-unit events cost nothing when nobody listens.
+    mutating func emit(_ event: @autoclosure () -> BackgroundQueue.Event, _ effects: inout Effects) {
+        if !listeners.isEmpty {
+            post(.event(event()), &effects)
+        }
+    }
+
+    private mutating func becomeBusyIfIdle(_ effects: inout Effects) {
+        guard !isBusy else { return }
+        isBusy = true
+        busyPeriods += 1
+        post(.busy, &effects)
+    }
+
+    private mutating func becomeIdleIfDone(_ effects: inout Effects) {
+        guard isBusy, enqueuedCount == 0, executingCount == 0 else { return }
+        isBusy = false
+        post(.idle(period: busyPeriods), &effects)
+        if isClosed {
+            post(.closed, &effects)
+        }
+    }
+
+    /// `true` when the caller may return from `waitUntilIdle` at once.
+    mutating func waitUntilIdle(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
+        if !isBusy && idleDeliveredThrough == busyPeriods { return true }
+        idleWaiters.append(IdleWaiter(period: busyPeriods, continuation: continuation))
+        return false
+    }
+
+    mutating func idleDelivered(period: UInt64) -> [UnsafeContinuation<Void, Never>] {
+        idleDeliveredThrough = max(idleDeliveredThrough, period)
+        var resumed: [UnsafeContinuation<Void, Never>] = []
+        idleWaiters.removeAll { waiter in
+            guard waiter.period <= period else { return false }
+            resumed.append(waiter.continuation)
+            return true
+        }
+        return resumed
+    }
+
+    // MARK: Adding
+
+    /// Admits `unit` (created → enqueued) and applies its uniqueness policy.
+    /// Returns `false` when it was not admitted: handed to a queue before, already
+    /// ended, or dropped (then its ending is in `effects`).
+    mutating func admit(_ unit: AsyncTask, into core: QueueCore, _ effects: inout Effects) -> Bool {
+        guard !isClosed else {
+            // Adding to a queue that is being deinitialised: the unit is cancelled.
+            if let ending = unit.state.withLock({ $0.end(.cancelled, ownerKnows: true) }) {
+                effects.endings.append((unit, ending))
+            }
+            return false
+        }
+        guard unit.state.withLock({ $0.enqueue(in: core) }) else { return false }
+        if let name = unit.name {
+            switch unit.uniquenessPolicy {
+            case .ignore:
+                break
+            case .drop:
+                if !liveUnits(named: name, &effects).isEmpty {
+                    let ending = unit.state.withLock { $0.end(.dropped, ownerKnows: true) }!
+                    effects.endings.append((unit, ending))
+                    emit(.ended(unit, .dropped), &effects)
+                    return false
+                }
+            case .replace:
+                for live in liveUnits(named: name, &effects) {
+                    end(live, .replaced, &effects)
+                }
+            }
+            names.insert(unit, name: name)
+        }
+        unit.links.location = .arriving
+        return true
+    }
+
+    /// The units holding `name` that have not ended. Units that ended but whose
+    /// queue-side cleanup has not run yet are forgotten here, so they never count.
+    private mutating func liveUnits(named name: String, _ effects: inout Effects) -> [AsyncTask] {
+        guard names.contains(name) else { return [] }
+        var live: [AsyncTask] = []
+        for unit in names.units(named: name) {
+            if let outcome = unit.state.withLock({ $0.outcome }) {
+                detach(unit, outcome, &effects)
+            } else {
+                live.append(unit)
+            }
+        }
+        return live
+    }
+
+    /// Links an admitted unit: ready, or blocked behind `predecessor` when that unit
+    /// of the same sequential group is still live.
+    mutating func link(_ unit: AsyncTask, behind predecessor: AsyncTask?, _ effects: inout Effects) {
+        guard unit.links.location == .arriving else { return }  // replaced by its own batch
+        enqueuedCount += 1
+        if let predecessor, predecessor.links.location != .none {
+            predecessor.links.successor = unit
+            unit.links.predecessor = predecessor
+            unit.links.location = .blocked
+        } else {
+            unit.links.location = .ready
+            ready.append(unit)
+        }
+        becomeBusyIfIdle(&effects)
+        emit(.enqueued(unit), &effects)
+    }
+
+    // MARK: Ending and forgetting
+
+    /// Ends a live unit from the queue's side and forgets it.
+    mutating func end(_ unit: AsyncTask, _ outcome: AsyncTask.Outcome, _ effects: inout Effects) {
+        if let ending = unit.state.withLock({ $0.end(outcome, ownerKnows: true) }) {
+            effects.endings.append((unit, ending))
+            detach(unit, outcome, &effects)
+        }
+    }
+
+    /// Removes an ended unit from every structure: its slot, its name, its deadline.
+    /// Idempotent: a unit already detached is left alone.
+    mutating func detach(_ unit: AsyncTask, _ outcome: AsyncTask.Outcome, _ effects: inout Effects) {
+        let location = unit.links.location
+        switch location {
+        case .none:
+            return
+        case .arriving:
+            break
+        case .ready:
+            ready.remove(unit)
+            enqueuedCount -= 1
+        case .blocked:
+            let predecessor = unit.links.predecessor!
+            let successor = unit.links.successor
+            successor?.links.predecessor = predecessor
+            unit.links.successor = nil
+            unit.links.predecessor = nil
+            predecessor.links.successor = successor
+            enqueuedCount -= 1
+        case .executing:
+            executing.remove(unit)
+            deadlines.remove(unit)
+            executingCount -= 1
+        }
+        unit.links.location = .none
+        if let name = unit.name {
+            names.remove(unit, name: name)
+        }
+        if location == .ready || location == .executing, let successor = unit.links.successor {
+            // The next member of a sequential group may start: whatever the outcome.
+            unit.links.successor = nil
+            successor.links.predecessor = nil
+            successor.links.location = .ready
+            ready.append(successor)
+        }
+        if location != .arriving {
+            emit(.ended(unit, outcome), &effects)
+        }
+        becomeIdleIfDone(&effects)
+    }
+
+    /// Every live unit: executing, ready, and the blocked members behind them.
+    var liveUnits: [AsyncTask] {
+        var units: [AsyncTask] = []
+        for head in executing.all + ready.all {
+            var cursor: AsyncTask? = head
+            while let unit = cursor {
+                units.append(unit)
+                cursor = unit.links.successor
+            }
+        }
+        return units
+    }
+
+    /// Units that have not started: ready ones and blocked group members.
+    var pendingUnits: [AsyncTask] {
+        liveUnits.filter { $0.links.location != .executing }
+    }
+
+    // MARK: Starting
+
+    /// Starts ready units inline (at most `inlineLimit`), and schedules the drainer
+    /// for the rest.
+    mutating func startReadyUnits(inlineLimit: Int, core: QueueCore, _ effects: inout Effects) {
+        guard !isDrainScheduled else { return }
+        if inlineLimit > 0 {
+            _ = popStartable(max: inlineLimit, core: core, &effects)
+        }
+        if canStart {
+            isDrainScheduled = true
+            effects.spawnDrainer = true
+        }
+    }
+
+    /// Moves up to `max` ready units to executing, in priority then FIFO order, while
+    /// the queue is not suspended and below its limit. Returns how many units it took.
+    mutating func popStartable(max: Int, core: QueueCore, _ effects: inout Effects) -> Int {
+        var taken = 0
+        var now: ContinuousClock.Instant?
+        while taken < max, suspensions == 0, executingCount < limit, let unit = ready.first {
+            taken += 1
+            guard let work = unit.state.withLock({ $0.start() }) else {
+                // It ended while waiting; its own cleanup will find it detached.
+                detach(unit, unit.state.withLock { $0.outcome } ?? .cancelled, &effects)
+                continue
+            }
+            ready.remove(unit)
+            enqueuedCount -= 1
+            unit.links.location = .executing
+            executing.append(unit)
+            executingCount += 1
+            if let timeout = unit.timeout {
+                guard timeout > .zero else {
+                    end(unit, .timedOut, &effects)
+                    continue
+                }
+                let start = now ?? .now
+                now = start
+                unit.links.deadline = start + timeout
+                deadlines.insert(unit)
+                armSleeper(core: core)
+            }
+            emit(.started(unit), &effects)
+            effects.launches.append((unit, work))
+        }
+        return taken
+    }
+
+    // MARK: Timeouts
+
+    /// Makes sure a sleeper wakes up by the earliest deadline. One sleeper per queue,
+    /// replaced only when a new deadline is earlier than the one it sleeps for.
+    private mutating func armSleeper(core: QueueCore) {
+        guard let deadline = deadlines.earliest?.links.deadline else { return }
+        if let sleeper, sleeper.deadline <= deadline { return }
+        sleeper?.task.cancel()
+        sleeperIDs += 1
+        let id = sleeperIDs
+        // Creating the task under the lock keeps `sleeper` exact; it runs no user code.
+        let task = Task.detached(priority: .high) {
+            await core.sleep(id: id, until: deadline)
+        }
+        sleeper = Sleeper(id: id, deadline: deadline, task: task)
+    }
+
+    /// Times out every unit whose deadline has passed. Returns the next deadline to
+    /// sleep for, or `nil` when the sleeper `id` should stop.
+    mutating func expireDeadlines(
+        sleeper id: UInt64,
+        now: ContinuousClock.Instant,
+        core: QueueCore,
+        _ effects: inout Effects
+    ) -> ContinuousClock.Instant? {
+        guard sleeper?.id == id else { return nil }  // superseded by an earlier deadline
+        while let unit = deadlines.earliest, unit.links.deadline <= now {
+            deadlines.remove(unit)
+            end(unit, .timedOut, &effects)
+        }
+        startReadyUnits(inlineLimit: 0, core: core, &effects)
+        guard let next = deadlines.earliest?.links.deadline else {
+            sleeper = nil
+            return nil
+        }
+        sleeper?.deadline = next
+        return next
+    }
+}

@@ -1,0 +1,251 @@
+import Synchronization
+
+/// One unit of background work: a final class wrapping the `Task` that runs it.
+///
+/// A unit is written in one of two visibly different styles:
+///
+/// - **Callback style** (the 1.x `AsyncOperation` shape): ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+///   The closure receives the unit and the unit is done only when something calls
+///   ``finish()`` — from any thread, at any later time. The wrapping `Task` awaits a
+///   continuation that ``finish()`` resumes.
+/// - **Async style**: ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+///   The unit is done when the async body returns or throws; its value or error is
+///   awaited through the returned ``AsyncTaskHandle``.
+///
+/// ## Lifecycle and concurrency contract
+/// created → enqueued (in exactly one queue) → executing → exactly one ``Outcome``.
+/// Every state read and transition is guarded by the unit's own lock, so every member
+/// is safe to use from any thread or task. The first terminal transition wins; every
+/// later ``finish()``, ``cancel()`` or timeout is a no-op. Every party waiting on the
+/// unit is resumed exactly once, after the queue has forgotten the unit.
+///
+/// - Cancellation before the unit starts ends it at once: the work never runs and the
+///   queue frees its slot and its name.
+/// - Cancellation while it executes cancels the wrapping `Task` (the body sees
+///   `Task.isCancelled`, `Task.checkCancellation()` throws, child tasks are cancelled)
+///   and ends the unit at once, so its queue moves on even if the body ignores it.
+/// - The timeout is counted from the start of execution (default
+///   ``defaultTimeout``, `nil` for none). When it elapses the outcome becomes
+///   ``Outcome/timedOut``, the wrapping `Task` is cancelled, and then `onTimeout` runs
+///   exactly once, on a background thread. A timeout of zero or less expires as soon as
+///   the unit would start: the work never runs.
+public final class AsyncTask: Sendable {
+    /// The work of a unit, in one of its two styles.
+    enum Work: Sendable {
+        case callback(@Sendable (AsyncTask) -> Void)
+        case operation(@Sendable () async throws -> any Sendable)
+    }
+
+    /// The timeout a unit gets when none is given: 10 seconds, as in 1.x.
+    public static let defaultTimeout: Duration = .seconds(10)
+
+    /// The unit's name: a label for debuggers (the wrapping `Task` carries it) and the
+    /// key of name-based deduplication.
+    public let name: String?
+    /// The priority of the wrapping `Task`; the queue starts higher priorities first.
+    public let priority: TaskPriority?
+    /// How long the unit may execute before it times out; `nil` for never.
+    public let timeout: Duration?
+    /// What a queue does when a live unit already has this unit's name.
+    public let uniquenessPolicy: UniquenessPolicy
+
+    let onTimeout: (@Sendable (AsyncTask) -> Void)?
+    let state: Mutex<UnitState>
+
+    /// Scheduling links, read and written only by the owning queue under its lock.
+    ///
+    /// `nonisolated(unsafe)` is sound because a unit belongs to at most one queue
+    /// (``UnitState/enqueue(in:)`` admits it once) and that queue touches these
+    /// fields only while holding its own lock.
+    nonisolated(unsafe) var links = QueueLinks()
+
+    init(
+        name: String?,
+        timeout: Duration?,
+        priority: TaskPriority?,
+        uniquenessPolicy: UniquenessPolicy,
+        onTimeout: (@Sendable (AsyncTask) -> Void)?,
+        work: Work
+    ) {
+        self.name = name
+        self.timeout = timeout
+        self.priority = priority
+        self.uniquenessPolicy = uniquenessPolicy
+        self.onTimeout = onTimeout
+        self.state = Mutex(UnitState(phase: .created(work)))
+    }
+
+    /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
+    /// the unit and the unit is done only when ``finish()`` is called.
+    ///
+    /// - Parameters:
+    ///   - name: A label and the deduplication key; `nil` never deduplicates.
+    ///   - timeout: Counted from the start of execution; `nil` for none.
+    ///   - priority: The priority of the wrapping `Task`.
+    ///   - uniquenessPolicy: What a queue does when a live unit has the same name.
+    ///   - onTimeout: Runs exactly once, after the outcome became ``Outcome/timedOut``.
+    ///   - work: Runs once, inside the wrapping `Task`, when the unit starts.
+    public convenience init(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
+        _ work: @escaping @Sendable (AsyncTask) -> Void
+    ) {
+        self.init(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout, work: .callback(work))
+    }
+
+    /// Creates an async-style unit: it is done when `body` returns (outcome
+    /// ``Outcome/finished``) or throws (``Outcome/failed(_:)``). Await its value
+    /// through the returned handle.
+    ///
+    /// Parameters are those of ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+    public static func operation<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
+        _ body: @escaping @Sendable () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        AsyncTaskHandle(
+            AsyncTask(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout, work: .operation { try await body() }))
+    }
+
+    // MARK: Ending
+
+    /// Marks a callback-style unit done (outcome ``Outcome/finished``).
+    ///
+    /// Idempotent and thread-safe: only the first terminal transition counts. Called
+    /// before the unit starts, it cancels the unit (as in 1.x). After the unit ended
+    /// (a late call from a cancelled or timed-out body) it does nothing.
+    public func finish() {
+        let ending = state.withLock { $0.finish() }
+        ending?.perform(for: self)
+    }
+
+    /// Cancels the unit: before it starts, its work never runs; while it executes, the
+    /// wrapping `Task` is cancelled and the unit ends at once with
+    /// ``Outcome/cancelled``. After it ended, does nothing.
+    public func cancel() {
+        end(.cancelled)
+    }
+
+    /// The one way every outcome except queue-side ones is reached.
+    func end(_ outcome: Outcome, value: (any Sendable)? = nil) {
+        let ending = state.withLock { $0.end(outcome, value: value) }
+        ending?.perform(for: self)
+    }
+
+    // MARK: Reading the state
+
+    /// `true` while the unit's work is running.
+    public var isExecuting: Bool { state.withLock { $0.isExecuting } }
+
+    /// `true` once the unit has reached its outcome, whatever it is.
+    public var isFinished: Bool { currentOutcome != nil }
+
+    /// `true` once the unit was stopped before its work completed: cancelled,
+    /// replaced, dropped or timed out (see ``Outcome/isCancellation``).
+    public var isCancelled: Bool { currentOutcome?.isCancellation ?? false }
+
+    /// The outcome if the unit has ended, `nil` before. Never suspends.
+    public var currentOutcome: Outcome? { state.withLock { $0.outcome } }
+
+    /// Waits for the unit's outcome.
+    ///
+    /// Suspends until the unit ends; returns at once if it already has. Cancelling the
+    /// awaiting task cancels the unit (which then ends with ``Outcome/cancelled``
+    /// unless it had already ended).
+    public var outcome: Outcome {
+        get async {
+            await withTaskCancellationHandler {
+                // Resumed exactly once: either right here, when the unit has already
+                // ended, or by the single `Ending` that takes it out of `waiters`.
+                await withUnsafeContinuation { continuation in
+                    if let outcome = state.withLock({ $0.wait(.continuation(continuation)) }) {
+                        continuation.resume(returning: outcome)
+                    }
+                }
+            } onCancel: {
+                self.cancel()
+            }
+        }
+    }
+
+    /// Calls `callback` exactly once with the outcome: now if the unit has ended,
+    /// otherwise on the thread that ends it. For bridges that cannot await.
+    func onEnd(_ callback: @escaping @Sendable (Outcome) -> Void) {
+        if let outcome = state.withLock({ $0.wait(.callback(callback)) }) {
+            callback(outcome)
+        }
+    }
+
+    /// The value an async-style body returned, once the outcome is ``Outcome/finished``.
+    var finishedValue: (any Sendable)? {
+        state.withLock {
+            if case .ended(_, let value) = $0.phase { value } else { nil }
+        }
+    }
+
+    // MARK: Running
+
+    /// Creates the wrapping `Task` for work that the owner has just moved to executing.
+    func launch(_ work: Work) {
+        let task = Task.detached(name: name, priority: priority) {
+            await self.execute(work)
+        }
+        if !state.withLock({ $0.attach(task) }) {
+            task.cancel()
+        }
+    }
+
+    private func execute(_ work: Work) async {
+        switch work {
+        case .callback(let body):
+            // Resumed exactly once: here, if the unit ended before the body was parked,
+            // or by the single `Ending` that takes `parkedBody` out of the state.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                if state.withLock({ $0.park(continuation) }) {
+                    body(self)
+                } else {
+                    continuation.resume()
+                }
+            }
+        case .operation(let body):
+            do {
+                end(.finished, value: try await body())
+            } catch {
+                end(.failed(error))
+            }
+        }
+    }
+}
+
+extension AsyncTask: CustomStringConvertible {
+    public var description: String {
+        "AsyncTask(\(name.map { "\"\($0)\"" } ?? "unnamed"), \(currentOutcome.map { "\($0)" } ?? (isExecuting ? "executing" : "pending")))"
+    }
+}
+
+extension UnitState.Ending {
+    /// Performs the ending's side effects, outside every lock: the owning queue forgets
+    /// the unit first (so waiters see its slot free), then the `Task` is cancelled, the
+    /// parked body and the waiters are resumed, and `onTimeout` runs.
+    func perform(for unit: AsyncTask) {
+        owner?.forget(unit, outcome: outcome)
+        task?.cancel()
+        parkedBody?.resume()
+        for waiter in waiters {
+            waiter.resume(with: outcome)
+        }
+        if case .timedOut = outcome {
+            unit.onTimeout?(unit)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// Thrown by ``AsyncTaskHandle/value`` when a unit ended without producing a value
+/// and without an error of its own (it was cancelled, replaced, dropped or timed out).
+///
+/// A struct with static members rather than an enum, so new cases can be added
+/// without breaking callers who switch over it.
+public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case cancelled, replaced, dropped, timedOut
+    }
+
+    private let code: Code
+
+    private init(_ code: Code) { self.code = code }
+
+    /// The unit was cancelled.
+    public static let cancelled = AsyncTaskError(Code.cancelled)
+    /// A newer unit with the same name replaced it.
+    public static let replaced = AsyncTaskError(Code.replaced)
+    /// It was dropped because a live unit had the same name.
+    public static let dropped = AsyncTaskError(Code.dropped)
+    /// Its timeout elapsed.
+    public static let timedOut = AsyncTaskError(Code.timedOut)
+
+    init?(_ outcome: AsyncTask.Outcome) {
+        switch outcome {
+        case .cancelled: self = .cancelled
+        case .replaced: self = .replaced
+        case .dropped: self = .dropped
+        case .timedOut: self = .timedOut
+        case .finished, .failed: return nil
+        }
+    }
+
+    public var description: String {
+        switch code {
+        case .cancelled: "the unit was cancelled"
+        case .replaced: "the unit was replaced by a newer unit with the same name"
+        case .dropped: "the unit was dropped because a live unit had the same name"
+        case .timedOut: "the unit timed out"
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// A typed view of an async-style unit: its value or error can be awaited.
+///
+/// A handle is a cheap value; copies refer to the same ``AsyncTask``.
+public struct AsyncTaskHandle<Success: Sendable>: Sendable {
+    /// The unit this handle reads.
+    public let task: AsyncTask
+
+    init(_ task: AsyncTask) {
+        self.task = task
+    }
+
+    /// The body's return value.
+    ///
+    /// Suspends until the unit ends. Throws the body's error when it failed, or an
+    /// ``AsyncTaskError`` when it was cancelled, replaced, dropped or timed out.
+    /// Cancelling the awaiting task cancels the unit.
+    public var value: Success {
+        get async throws {
+            try await result.get()
+        }
+    }
+
+    /// The body's return value or error, as a `Result`. Same contract as ``value``.
+    public var result: Result<Success, any Error> {
+        get async {
+            switch await task.outcome {
+            case .finished:
+                // Async-style units always end `finished` with the body's value.
+                .success(task.finishedValue as! Success)
+            case .failed(let error):
+                .failure(error)
+            case let outcome:
+                .failure(AsyncTaskError(outcome)!)
+            }
+        }
+    }
+
+    /// Waits for the outcome; see ``AsyncTask/outcome``.
+    public var outcome: AsyncTask.Outcome {
+        get async { await task.outcome }
+    }
+
+    /// Cancels the unit; see ``AsyncTask/cancel()``.
+    public func cancel() {
+        task.cancel()
+    }
+}

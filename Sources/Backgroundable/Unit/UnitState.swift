@@ -1,0 +1,135 @@
+/// The lifecycle of one unit as a value: pure transitions that say what must be
+/// done once the unit's lock is released (see ``UnitState/Ending``).
+///
+/// created → enqueued (in exactly one ``QueueCore``) → executing → ended(outcome).
+/// The first transition to `ended` wins; every later one returns `nil`, which is what
+/// makes `finish()`, `cancel()`, timeouts and replacement race-free and exactly-once.
+struct UnitState {
+    enum Phase {
+        case created(AsyncTask.Work)
+        case enqueued(QueueCore, AsyncTask.Work)
+        /// `task` is the wrapping `Task` once it is attached; `parkedBody` is the
+        /// continuation a callback-style body is suspended on until the unit ends.
+        case executing(QueueCore, task: Task<Void, Never>?, parkedBody: UnsafeContinuation<Void, Never>?)
+        case ended(AsyncTask.Outcome, value: (any Sendable)?)
+    }
+
+    /// Someone waiting for the outcome.
+    enum Waiter {
+        case continuation(UnsafeContinuation<AsyncTask.Outcome, Never>)
+        case callback(@Sendable (AsyncTask.Outcome) -> Void)
+
+        func resume(with outcome: AsyncTask.Outcome) {
+            switch self {
+            case .continuation(let continuation): continuation.resume(returning: outcome)
+            case .callback(let callback): callback(outcome)
+            }
+        }
+    }
+
+    /// What to do, outside every lock, after a unit ended.
+    struct Ending {
+        let outcome: AsyncTask.Outcome
+        /// The queue that must forget the unit; `nil` when the queue itself ended it
+        /// under its own lock and has already forgotten it.
+        var owner: QueueCore?
+        /// The wrapping `Task`, to cancel when the outcome stops the work.
+        var task: Task<Void, Never>?
+        var parkedBody: UnsafeContinuation<Void, Never>?
+        var waiters: [Waiter]
+    }
+
+    var phase: Phase
+    var waiters: [Waiter] = []
+
+    var outcome: AsyncTask.Outcome? {
+        if case .ended(let outcome, _) = phase { outcome } else { nil }
+    }
+
+    var isExecuting: Bool {
+        if case .executing = phase { true } else { false }
+    }
+
+    /// created → enqueued. `false` when the unit was already handed to a queue or has
+    /// ended: adding it again is a no-op.
+    mutating func enqueue(in owner: QueueCore) -> Bool {
+        guard case .created(let work) = phase else { return false }
+        phase = .enqueued(owner, work)
+        return true
+    }
+
+    /// enqueued → executing; returns the work to run, or `nil` when the unit has ended.
+    mutating func start() -> AsyncTask.Work? {
+        guard case .enqueued(let owner, let work) = phase else { return nil }
+        phase = .executing(owner, task: nil, parkedBody: nil)
+        return work
+    }
+
+    /// Stores the wrapping `Task`. `false` when the unit ended before the task was
+    /// attached: the caller must cancel it.
+    mutating func attach(_ task: Task<Void, Never>) -> Bool {
+        guard case .executing(let owner, nil, let parkedBody) = phase else { return false }
+        phase = .executing(owner, task: task, parkedBody: parkedBody)
+        return true
+    }
+
+    /// Parks a callback-style body until the unit ends. `false` when it has already
+    /// ended: the caller resumes the continuation itself.
+    mutating func park(_ body: UnsafeContinuation<Void, Never>) -> Bool {
+        guard case .executing(let owner, let task, nil) = phase else { return false }
+        phase = .executing(owner, task: task, parkedBody: body)
+        return true
+    }
+
+    /// Registers a waiter, or returns the outcome when the unit has already ended.
+    mutating func wait(_ waiter: Waiter) -> AsyncTask.Outcome? {
+        if let outcome { return outcome }
+        waiters.append(waiter)
+        return nil
+    }
+
+    /// `finish()`: finished while executing; before the unit starts it cancels it
+    /// (the 1.x behaviour).
+    mutating func finish() -> Ending? {
+        isExecuting ? end(.finished) : end(.cancelled)
+    }
+
+    /// The one transition to `ended`. Returns `nil` when the unit has already ended, or
+    /// when the outcome does not apply to the current phase (a unit that is not
+    /// executing cannot finish, fail or time out; only an arriving unit can be dropped).
+    mutating func end(
+        _ outcome: AsyncTask.Outcome,
+        value: (any Sendable)? = nil,
+        ownerKnows: Bool = false
+    ) -> Ending? {
+        var owner: QueueCore?
+        var task: Task<Void, Never>?
+        var parkedBody: UnsafeContinuation<Void, Never>?
+        switch (phase, outcome) {
+        case (.ended, _):
+            return nil
+        case (.created, .cancelled), (.created, .dropped):
+            break
+        case (.enqueued(let core, _), .cancelled), (.enqueued(let core, _), .replaced),
+            (.enqueued(let core, _), .dropped):
+            owner = core
+        case (.executing(let core, let runningTask, let body), _):
+            guard outcome.kind != .dropped else { return nil }
+            owner = core
+            parkedBody = body
+            if outcome.isCancellation { task = runningTask }
+        default:
+            return nil
+        }
+        phase = .ended(outcome, value: value)
+        let waiters = self.waiters
+        self.waiters = []
+        return Ending(
+            outcome: outcome,
+            owner: ownerKnows ? nil : owner,
+            task: task,
+            parkedBody: parkedBody,
+            waiters: waiters
+        )
+    }
+}
