@@ -1,0 +1,312 @@
+public import Foundation
+import Synchronization
+
+/// An `Operation` that is done when ``finish()`` is called: the 1.x `AsyncOperation`,
+/// now a front end over an ``AsyncTask``.
+///
+/// Underneath every `AsyncOperation` is one ``AsyncTask`` (``task``): one state machine,
+/// two front ends. Outcomes, the timeout, exactly-once finishing and cancellation are
+/// the unit's rules; the operation only translates them into `Operation`'s
+/// `isExecuting` / `isFinished` / `isCancelled` with their change notifications, so any
+/// `OperationQueue` (and `waitUntilFinished()`, dependencies, `completionBlock`) sees
+/// it finish, on Linux and on Darwin.
+///
+/// ```swift
+/// OperationQueue.background.addOperation(AsyncOperation(name: "sync") { operation in
+///     api.fetch { _ in operation.finish() }
+/// })
+/// ```
+///
+/// ## Concurrency contract
+/// - ``start()`` (called by a queue, or by you) returns at once. The closure runs
+///   once, inside the unit's wrapping `Task` — off the queue's thread and off the main
+///   thread — and may call ``finish()`` from any thread, at any later time.
+/// - The operation reports `isFinished` exactly once, after its unit reached its
+///   ``AsyncTask/Outcome``: finished, cancelled, replaced, dropped or timed out.
+/// - ``finish()`` is idempotent and thread-safe. Called before the operation starts it
+///   cancels it (as in 1.x); called after it ended (a late call from a timed-out body)
+///   it does nothing.
+/// - ``cancel()`` before the start: the closure never runs, and the queue still starts
+///   the operation so that it finishes at once (dependants are never left waiting).
+///   While executing: the unit's `Task` is cancelled and the operation finishes at once,
+///   even if the closure never looks at `isCancelled`.
+/// - The timeout is counted from the start, driven by the same timer machinery as
+///   every ``BackgroundQueue``: it fires whether or not a run loop is spinning. On expiry
+///   the outcome is ``AsyncTask/Outcome/timedOut``, the operation reports `isFinished`,
+///   and then `onTimeoutCallback` runs exactly once, on a background thread.
+/// - `isCancelled` is `true` for every outcome that stopped the work: cancelled,
+///   replaced, dropped and timed out.
+///
+/// All mutable state is guarded by a `Mutex`; that is why the class can be
+/// `@unchecked Sendable` (Foundation's `Operation` itself is `@unchecked Sendable`).
+/// Subclasses must guard their own state the same way.
+open class AsyncOperation: Operation, @unchecked Sendable {
+    /// The unit underneath: await its ``AsyncTask/outcome``, read its
+    /// ``AsyncTask/currentOutcome``, or cancel it (which cancels the operation).
+    public let task: AsyncTask
+
+    /// What a ``BackgroundOperationQueue`` does when a live operation already has this
+    /// operation's name. Plain `OperationQueue`s ignore it.
+    public let uniquenessPolicy: UniquenessPolicy
+
+    /// How long the operation may execute, in seconds, counted from its start.
+    /// `TimeInterval.infinity` means no timeout.
+    public let timeout: TimeInterval
+
+    private let bridge = Mutex(BridgeState())
+    private let hasTimeoutCallback: Bool
+
+    /// Creates an operation with the 1.x initializer.
+    ///
+    /// - Parameters:
+    ///   - name: The operation's `name`, its unit's name (shown by debuggers on the
+    ///     wrapping `Task`) and the deduplication key in a ``BackgroundOperationQueue``;
+    ///     `nil` never deduplicates.
+    ///   - timeout: Seconds from the start until the operation times out; default 10,
+    ///     as in 1.x. `TimeInterval.infinity` for none; zero or less expires as soon as
+    ///     it starts (the closure never runs).
+    ///   - onTimeoutCallback: Runs exactly once, on a background thread, after the
+    ///     operation timed out and reported `isFinished`.
+    ///   - uniquenessPolicy: See ``uniquenessPolicy``; default ``UniquenessPolicy/ignore``
+    ///     (1.x dropped same-named operations by default; that defect is fixed).
+    ///   - closure: The work. Runs once, off the main thread, when the operation starts;
+    ///     the operation is done when something calls ``finish()``.
+    public init(
+        name: String? = nil,
+        timeout: TimeInterval = 10,
+        onTimeoutCallback: (@Sendable (AsyncOperation) -> Void)? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        _ closure: @escaping @Sendable (AsyncOperation) -> Void
+    ) {
+        let reference = OperationReference()
+        var onTimeout: (@Sendable (AsyncTask) -> Void)?
+        if let onTimeoutCallback {
+            onTimeout = { _ in
+                guard let operation = reference.operation else { return }
+                onTimeoutCallback(operation)
+                // Kept alive for this call by `reportFinishedIfDue`; now it may go.
+                operation.bridge.withLock { $0.keepAlive = nil }
+            }
+        }
+        let work: @Sendable (AsyncTask) -> Void = { _ in
+            if let operation = reference.operation { closure(operation) }
+        }
+        self.task = AsyncTask(
+            name: name,
+            timeout: Self.duration(timeout),
+            priority: nil,
+            uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout,
+            work: .callback(work)
+        )
+        self.uniquenessPolicy = uniquenessPolicy
+        self.timeout = timeout
+        self.hasTimeoutCallback = onTimeoutCallback != nil
+        super.init()
+        self.name = name
+        reference.operation = self
+        observeTask()
+    }
+
+    /// Wraps an existing unit, so that any `OperationQueue` can run it (the adapter
+    /// from ``AsyncTask`` to `Operation`; see also `OperationQueue.addTask(_:)`).
+    ///
+    /// The operation takes the unit's name, uniqueness policy and timeout. When it
+    /// starts, the unit starts executing (with its own timeout); the operation finishes
+    /// when the unit reaches its outcome. If the unit was already added to a
+    /// ``BackgroundQueue``, starting the operation does not run it a second time: the
+    /// operation just finishes when that queue's run of it ends. Cancelling either
+    /// cancels both.
+    public init(task: AsyncTask) {
+        self.task = task
+        self.uniquenessPolicy = task.uniquenessPolicy
+        self.hasTimeoutCallback = false
+        self.timeout = task.timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? .infinity
+        super.init()
+        self.name = task.name
+        observeTask()
+    }
+
+    static func duration(_ timeout: TimeInterval) -> Duration? {
+        timeout.isFinite ? .seconds(timeout) : nil
+    }
+
+    private func observeTask() {
+        // Held weakly: a pending operation nobody references may be released.
+        task.onEnd { [weak self] outcome in
+            self?.taskEnded(outcome)
+        }
+    }
+
+    // MARK: Ending
+
+    /// Marks the operation done (outcome ``AsyncTask/Outcome/finished``).
+    ///
+    /// Idempotent and thread-safe: only the first terminal transition counts. Before the
+    /// operation starts it cancels it (as in 1.x); after it ended it does nothing.
+    public func finish() {
+        task.finish()
+    }
+
+    /// Cancels the operation: the unit ends ``AsyncTask/Outcome/cancelled`` (its `Task`
+    /// is cancelled if it runs) and the operation reports `isFinished` at once when it
+    /// was executing, or as soon as its queue starts it when it was pending.
+    /// Does nothing after it ended.
+    open override func cancel() {
+        task.cancel()
+        super.cancel()
+    }
+
+    /// The outcome of the operation's unit; see ``AsyncTask/outcome``. Cancelling the
+    /// awaiting task cancels the operation.
+    ///
+    /// The outcome is set just before the operation reports `isFinished`.
+    public var outcome: AsyncTask.Outcome {
+        get async { await task.outcome }
+    }
+
+    /// The outcome if the operation's unit has ended, `nil` before. Never suspends.
+    public var currentOutcome: AsyncTask.Outcome? { task.currentOutcome }
+
+    // MARK: Operation state
+
+    /// `true` from ``start()`` until the operation reports `isFinished`.
+    public final override var isExecuting: Bool {
+        bridge.withLock { $0.reportsExecuting && !$0.reportsFinished }
+    }
+
+    /// `true` once the operation's unit reached its outcome and the operation reported it.
+    public final override var isFinished: Bool {
+        bridge.withLock { $0.reportsFinished }
+    }
+
+    /// `true` when the unit was stopped before its work completed: cancelled, replaced,
+    /// dropped or timed out (see ``AsyncTask/Outcome/isCancellation``).
+    public final override var isCancelled: Bool {
+        task.isCancelled
+    }
+
+    /// Always `true`: the operation is done when ``finish()`` is called, not when
+    /// ``start()`` returns.
+    public final override var isAsynchronous: Bool { true }
+
+    /// Starts the unit and returns at once; see the type's concurrency contract.
+    ///
+    /// If the operation was cancelled (or dropped, replaced, finished early) before,
+    /// it reports `isFinished` without running the closure. A second call does nothing.
+    public final override func start() {
+        let alreadyEnded = bridge.withLock { state -> Bool? in
+            guard !state.startRequested else { return nil }
+            state.startRequested = true
+            if state.taskEnded { state.startReported = true }
+            return state.taskEnded
+        }
+        guard let alreadyEnded else { return }
+        if !alreadyEnded {
+            willChangeValue(forKey: "isExecuting")
+            bridge.withLock {
+                $0.reportsExecuting = true
+                $0.startReported = true
+                // An executing operation stays alive until it finished, like any running work.
+                $0.keepAlive = self
+            }
+            didChangeValue(forKey: "isExecuting")
+            // Does nothing if the unit ended meanwhile, or was added to a queue before.
+            QueueCore.direct.startNow(task)
+        }
+        reportFinishedIfDue()
+    }
+
+    /// The unit reached its outcome, on the thread that ended it.
+    private func taskEnded(_ outcome: AsyncTask.Outcome) {
+        bridge.withLock { $0.taskEnded = true }
+        if outcome.isCancellation {
+            // Keeps Foundation's own bookkeeping in step: a cancelled operation is ready
+            // at once, so its queue starts it and it finishes even with unfinished
+            // dependencies.
+            super.cancel()
+        }
+        reportFinishedIfDue()
+    }
+
+    /// Reports `isFinished` exactly once: when `start()` has reported (or skipped)
+    /// `isExecuting` and the unit has ended. Whichever of the two comes last does it;
+    /// the claim under the lock makes it exactly once.
+    private func reportFinishedIfDue() {
+        let claim = bridge.withLock { state -> Bool? in
+            guard state.startReported, state.taskEnded, !state.finishClaimed else { return nil }
+            state.finishClaimed = true
+            return state.reportsExecuting
+        }
+        guard let wasExecuting = claim else { return }
+        if wasExecuting { willChangeValue(forKey: "isExecuting") }
+        willChangeValue(forKey: "isFinished")
+        // A timed-out operation stays alive until its timeout callback has run.
+        let keepForCallback = hasTimeoutCallback && task.currentOutcome?.kind == .timedOut
+        let (keptAlive, observers) = bridge.withLock { state in
+            state.reportsFinished = true
+            defer {
+                if !keepForCallback { state.keepAlive = nil }
+                state.finishObservers = []
+            }
+            return (keepForCallback ? nil : state.keepAlive, state.finishObservers)
+        }
+        if wasExecuting { didChangeValue(forKey: "isExecuting") }
+        didChangeValue(forKey: "isFinished")
+        for observer in observers { observer() }
+        withExtendedLifetime(keptAlive) {}
+    }
+
+    /// Calls `body` exactly once, after the operation reported `isFinished`: now if it
+    /// already has, otherwise on the thread that reports it. For the bridge's queues.
+    func whenFinished(_ body: @escaping @Sendable () -> Void) {
+        let now = bridge.withLock { state -> Bool in
+            if state.reportsFinished { return true }
+            state.finishObservers.append(body)
+            return false
+        }
+        if now { body() }
+    }
+
+    open override var description: String {
+        "AsyncOperation(\(name.map { "\"\($0)\"" } ?? "unnamed"), \(currentOutcome.map { "\($0)" } ?? (isExecuting ? "executing" : "pending")))"
+    }
+}
+
+/// The operation-side half of the bridge, guarded by the operation's `Mutex`.
+private struct BridgeState {
+    /// `start()` was called.
+    var startRequested = false
+    /// `start()` reported `isExecuting` (set between its will/did notifications).
+    var reportsExecuting = false
+    /// `start()` is past reporting `isExecuting` (or skipped it: the unit had ended).
+    var startReported = false
+    /// The unit reached its outcome.
+    var taskEnded = false
+    /// One caller won the right to report `isFinished`.
+    var finishClaimed = false
+    /// `isFinished` is `true` (set between its will/did notifications).
+    var reportsFinished = false
+    var keepAlive: AsyncOperation?
+    var finishObservers: [@Sendable () -> Void] = []
+}
+
+/// A weak reference to the operation for its own unit's work and timeout closures,
+/// which are created before the operation exists. Written once in the initializer,
+/// before the unit can possibly run, under a `Mutex`, hence plainly `Sendable`.
+private final class OperationReference: Sendable {
+    private struct Weak {
+        weak var operation: AsyncOperation?
+    }
+
+    private let storage = Mutex(Weak())
+
+    var operation: AsyncOperation? {
+        get { storage.withLock { $0.operation } }
+        set { storage.withLock { $0.operation = newValue } }
+    }
+}
+
+/// The 1.x name of ``UniquenessPolicy``.
+@available(*, deprecated, renamed: "UniquenessPolicy")
+public typealias AsyncOperationUniquenessPolicy = UniquenessPolicy

@@ -1,0 +1,103 @@
+public import Foundation
+import Synchronization
+
+extension AsyncTask {
+    /// Creates a unit that runs `operation` — a `BlockOperation`, a third-party
+    /// subclass, an ``AsyncOperation`` — so that a ``BackgroundQueue`` can schedule it
+    /// (the adapter from `Operation` to ``AsyncTask``).
+    ///
+    /// When the unit starts, the operation is handed to a private, unbounded
+    /// `OperationQueue` (so a synchronous operation never blocks the cooperative thread
+    /// pool, and dependencies and asynchronous operations work as usual). The unit ends
+    /// when the operation finished: ``Outcome/finished``, or ``Outcome/cancelled`` if the
+    /// operation was cancelled by someone else.
+    ///
+    /// Cancelling the unit — ``cancel()``, its queue's `cancelAll()`, replacement,
+    /// timeout, a drop — cancels the operation. If the unit ends before it started, the
+    /// operation is still run to `isFinished` (without running its work), so code
+    /// waiting on it is never left hanging.
+    ///
+    /// - Parameters:
+    ///   - operation: Must not be in any queue or started yet.
+    ///   - name: The unit's name; defaults to the operation's `name`.
+    ///   - timeout: As for any unit; default ``defaultTimeout``. `nil` for none.
+    ///   - priority: The priority of the wrapping `Task` and of the queue's start order.
+    ///   - uniquenessPolicy: What the queue does when a live unit has the same name.
+    ///   - onTimeout: Runs exactly once, after the outcome became ``Outcome/timedOut``.
+    public convenience init(
+        operation: Operation,
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil
+    ) {
+        let adopted = AdoptedOperation(operation)
+        self.init(
+            name: name ?? operation.name, timeout: timeout, priority: priority,
+            uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout,
+            work: .callback { task in adopted.run(for: task) })
+        onEnd { outcome in adopted.unitEnded(outcome) }
+    }
+}
+
+extension BackgroundQueue {
+    /// Adds a unit that runs `operation`; see ``AsyncTask/init(operation:name:timeout:priority:uniquenessPolicy:onTimeout:)``.
+    /// Synchronous and FIFO like ``add(_:)-(AsyncTask)``.
+    ///
+    /// - Returns: The unit, to await its outcome or cancel it (which cancels the operation).
+    @discardableResult
+    public nonisolated func add(
+        _ operation: Operation,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil
+    ) -> AsyncTask {
+        add(
+            AsyncTask(
+                operation: operation, timeout: timeout, priority: priority,
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout))
+    }
+}
+
+/// An `Operation` run by a unit. The operation is handed to the bridge queue exactly
+/// once — when the unit starts, or when the unit ended first — guarded by a `Mutex`.
+private final class AdoptedOperation: Sendable {
+    let operation: Operation
+    private let handedOver = Mutex(false)
+
+    init(_ operation: Operation) {
+        self.operation = operation
+    }
+
+    /// `true` for the one caller that may hand the operation over.
+    private func claim() -> Bool {
+        handedOver.withLock { handed in
+            defer { handed = true }
+            return !handed
+        }
+    }
+
+    /// The unit's work: run the operation, end the unit when it finished.
+    func run(for task: AsyncTask) {
+        guard claim() else { return }
+        let operation = operation
+        BridgeQueue.whenFinished(operation) {
+            if operation.isCancelled { task.cancel() } else { task.finish() }
+        }
+        if !operation.isFinished && !operation.isExecuting {
+            BridgeQueue.shared.addOperation(operation)
+        }
+    }
+
+    /// The unit ended: a cancellation of any kind reaches the operation; an operation
+    /// that never started is still brought to `isFinished`.
+    func unitEnded(_ outcome: AsyncTask.Outcome) {
+        guard outcome.isCancellation else { return }
+        operation.cancel()
+        if claim() && !operation.isFinished && !operation.isExecuting {
+            BridgeQueue.shared.addOperation(operation)
+        }
+    }
+}
