@@ -193,12 +193,15 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
                     }
                     registry.withLock { $0.assertion = assertion }
                     delegate?.backgroundQueueWillStartOperations(self)
-                case .idle:
+                case .idle(let period):
                     registry.withLock { registry in
                         defer { registry.assertion = nil }
                         return registry.assertion
                     }?.end()
                     delegate?.backgroundQueueDidFinishOperations(self)
+                    for waiter in registry.withLock({ $0.idleDelivered(period: period) }) {
+                        waiter.resume()
+                    }
                 }
             }
         }
@@ -207,6 +210,20 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// `true` while the queue holds operations that have not finished (a busy period).
     public var isBusy: Bool {
         registry.withLock { $0.isBusy }
+    }
+
+    /// Waits until the queue is idle: every operation finished, and the idle
+    /// notification (delegate, end of background time) delivered. Returns at once if it
+    /// already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`);
+    /// not cancellable.
+    public func waitUntilIdle() async {
+        // Resumed exactly once: here, or by the single idle delivery whose busy period
+        // covers it (`idleDelivered` takes it out of the list).
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            if registry.withLock({ $0.waitUntilIdle(continuation) }) {
+                continuation.resume()
+            }
+        }
     }
 
     // MARK: Suspension
@@ -246,7 +263,14 @@ extension OperationQueue {
 /// The queue-side state of a ``BackgroundOperationQueue``, guarded by its `Mutex`.
 private struct Registry {
     enum Transition {
-        case busy, idle
+        case busy
+        /// The end of busy period `period`.
+        case idle(period: UInt64)
+    }
+
+    struct IdleWaiter {
+        let period: UInt64
+        let continuation: UnsafeContinuation<Void, Never>
     }
 
     /// Live named operations; nearly always one per name.
@@ -255,6 +279,10 @@ private struct Registry {
     /// finished them).
     var liveCount = 0
     var isBusy = false
+    /// Idle → busy transitions so far: the current or last busy period.
+    var busyPeriods: UInt64 = 0
+    var idleDeliveredThrough: UInt64 = 0
+    var idleWaiters: [IdleWaiter] = []
     var suspensions = 0
     var outbox: [Transition] = []
     var isDelivering = false
@@ -294,13 +322,32 @@ private struct Registry {
     mutating func becomeBusyIfIdle() -> Bool {
         guard !isBusy, liveCount > 0 else { return false }
         isBusy = true
+        busyPeriods += 1
         return post(.busy)
     }
 
     mutating func becomeIdleIfDone() -> Bool {
         guard isBusy, liveCount == 0 else { return false }
         isBusy = false
-        return post(.idle)
+        return post(.idle(period: busyPeriods))
+    }
+
+    /// `true` when the caller may return from `waitUntilIdle` at once.
+    mutating func waitUntilIdle(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
+        if !isBusy && idleDeliveredThrough == busyPeriods { return true }
+        idleWaiters.append(IdleWaiter(period: busyPeriods, continuation: continuation))
+        return false
+    }
+
+    mutating func idleDelivered(period: UInt64) -> [UnsafeContinuation<Void, Never>] {
+        idleDeliveredThrough = max(idleDeliveredThrough, period)
+        var resumed: [UnsafeContinuation<Void, Never>] = []
+        idleWaiters.removeAll { waiter in
+            guard waiter.period <= period else { return false }
+            resumed.append(waiter.continuation)
+            return true
+        }
+        return resumed
     }
 
     /// Queues a transition; `true` when the caller became the deliverer.
