@@ -1,0 +1,241 @@
+@testable import Backgroundable
+import Dispatch
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct BackgroundOperationQueueTests {
+    @Test func unnamedOperationsIgnorePolicies() async {
+        let (queue, _) = makeOperationQueue()
+        let ran = Recorder<Int>()
+        let operations = (0..<3).map { index in
+            AsyncOperation(uniquenessPolicy: index == 1 ? .drop : .replace) { operation in
+                ran.append(index)
+                operation.finish()
+            }
+        }
+        for operation in operations { queue.addOperation(operation) }
+        await queue.waitUntilIdle()
+        #expect(ran.all.sorted() == [0, 1, 2])
+        #expect(operations.allSatisfy { $0.currentOutcome?.kind == .finished })
+    }
+
+    @Test func ignoreIsTheDefaultAndSameNamesAllRun() async {
+        let (queue, _) = makeOperationQueue()
+        let ran = Recorder<Int>()
+        queue.isSuspended = true
+        for index in 0..<3 {
+            queue.addAsyncOperation(name: "same") { operation in
+                ran.append(index)
+                operation.finish()
+            }
+        }
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(ran.count == 3)
+    }
+
+    @Test func dropKeepsTheFirstOfSeveralLiveOperations() async {
+        let (queue, _) = makeOperationQueue()
+        let ran = Recorder<Int>()
+        queue.isSuspended = true
+        let operations = (0..<4).map { index in
+            queue.addAsyncOperation(name: "sync", uniquenessPolicy: .drop) { operation in
+                ran.append(index)
+                operation.finish()
+            }
+        }
+        // Dropped ones are observable at once, before the queue even runs.
+        #expect(operations.dropFirst().allSatisfy { $0.currentOutcome?.kind == .dropped })
+        #expect(operations.dropFirst().allSatisfy { $0.isCancelled })
+        #expect(operations[0].currentOutcome == nil)
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(ran.all == [0])
+        #expect(operations.allSatisfy { $0.isFinished })  // dropped ones were finished by the queue
+        #expect(operations[0].currentOutcome?.kind == .finished)
+    }
+
+    @Test func dropIsAtomicUnderRacingAdds() async {
+        let (queue, _) = makeOperationQueue()
+        queue.isSuspended = true
+        let added = Recorder<AsyncOperation>()
+        await offThePool {
+            DispatchQueue.concurrentPerform(iterations: 64) { _ in
+                added.append(queue.addAsyncOperation(name: "race", uniquenessPolicy: .drop) { $0.finish() })
+            }
+        }
+        let survivors = added.all.filter { $0.currentOutcome?.kind != .dropped }
+        #expect(survivors.count == 1)
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(survivors.first?.currentOutcome?.kind == .finished)
+    }
+
+    @Test func replaceKeepsTheLastAndCancelsExecutingAndPendingOnes() async {
+        let (queue, _) = makeOperationQueue()
+        let started = Signal()
+        let first = gatedOperation(name: "save", uniquenessPolicy: .replace, started: started, release: Signal())
+        queue.addOperation(first)
+        await started.wait()
+        #expect(first.isExecuting)
+
+        queue.isSuspended = true
+        let ran = Recorder<Int>()
+        let second = queue.addAsyncOperation(name: "save", uniquenessPolicy: .replace) { operation in
+            ran.append(2)
+            operation.finish()
+        }
+        // The executing one was replaced: cancelled at once.
+        #expect(first.currentOutcome?.kind == .replaced)
+        #expect(first.isCancelled)
+        let third = queue.addAsyncOperation(name: "save", uniquenessPolicy: .replace) { operation in
+            ran.append(3)
+            operation.finish()
+        }
+        #expect(second.isCancelled)
+        withKnownIssue(
+            "A unit that was never handed to an executor cannot end `replaced` yet (core: UnitState.end allows (.created, .replaced)); it ends `cancelled`",
+            isIntermittent: true
+        ) {
+            #expect(second.currentOutcome?.kind == .replaced)
+        }
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(ran.all == [3])
+        #expect(first.isFinished && second.isFinished && third.isFinished)
+        #expect(third.currentOutcome?.kind == .finished)
+    }
+
+    @Test func finishedAndCancelledOperationsDoNotBlockANewcomer() async {
+        let (queue, _) = makeOperationQueue()
+        let done = queue.addAsyncOperation(name: "a") { $0.finish() }
+        await waitUntilFinished(done)
+        let afterFinished = queue.addAsyncOperation(name: "a", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(afterFinished.currentOutcome?.kind != .dropped)
+
+        queue.isSuspended = true
+        let cancelled = queue.addAsyncOperation(name: "b") { $0.finish() }
+        cancelled.cancel()
+        let afterCancelled = queue.addAsyncOperation(name: "b", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(afterCancelled.currentOutcome?.kind != .dropped)
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(afterFinished.currentOutcome?.kind == .finished)
+        #expect(afterCancelled.currentOutcome?.kind == .finished)
+        #expect(cancelled.currentOutcome?.kind == .cancelled)
+    }
+
+    @Test func plainNamedOperationsCountAsLiveWithIgnoreSemantics() async {
+        let (queue, _) = makeOperationQueue()
+        queue.isSuspended = true
+        let plain = BlockOperation {}
+        plain.name = "x"
+        let plainTwin = BlockOperation {}
+        plainTwin.name = "x"
+        queue.addOperation(plain)
+        queue.addOperation(plainTwin)  // plain operations never drop each other
+        let dropped = queue.addAsyncOperation(name: "x", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(dropped.currentOutcome?.kind == .dropped)
+        let replacing = queue.addAsyncOperation(name: "x", uniquenessPolicy: .replace) { $0.finish() }
+        #expect(plain.isCancelled && plainTwin.isCancelled)
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(replacing.currentOutcome?.kind == .finished)
+    }
+
+    @Test func suspensionIsCounted() async {
+        let (queue, _) = makeOperationQueue()
+        queue.isSuspended = true
+        queue.isSuspended = true
+        queue.isSuspended = true
+        let operation = queue.addAsyncOperation { $0.finish() }
+        queue.isSuspended = false
+        #expect(queue.isSuspended)
+        queue.isSuspended = false
+        #expect(queue.isSuspended)
+        #expect(!operation.isExecuting && !operation.isFinished)
+        queue.isSuspended = false
+        #expect(!queue.isSuspended)
+        await waitUntilFinished(operation)
+        #expect(operation.currentOutcome?.kind == .finished)
+
+        queue.isSuspended = false  // extra: ignored, not banked
+        queue.isSuspended = true
+        #expect(queue.isSuspended)
+        queue.isSuspended = false
+        #expect(!queue.isSuspended)
+    }
+
+    @Test func delegateSeesBusyAndIdleInOrderExactlyOncePerPeriodUnderLoad() async {
+        let (queue, provider) = makeOperationQueue()
+        let delegate = RecordingOperationQueueDelegate()
+        queue.delegate = delegate
+        let operations = Recorder<AsyncOperation>()
+        for _ in 0..<20 {
+            await offThePool {
+                DispatchQueue.concurrentPerform(iterations: 8) { index in
+                    let operation = AsyncOperation { operation in
+                        if index.isMultiple(of: 2) {
+                            DispatchQueue.global().async { operation.finish() }
+                        } else {
+                            operation.finish()
+                        }
+                    }
+                    operations.append(operation)
+                    queue.addOperation(operation)
+                }
+            }
+        }
+        await queue.waitUntilIdle()
+        #expect(operations.all.allSatisfy { $0.currentOutcome?.kind == .finished })
+        let calls = delegate.calls.all
+        #expect(!calls.isEmpty)
+        #expect(calls.count.isMultiple(of: 2))
+        #expect(calls.enumerated().allSatisfy { $0.element == ($0.offset.isMultiple(of: 2) ? .willStart : .didFinish) })
+        #expect(delegate.concurrentCalls.maximum == 1)
+        // One background-time assertion per busy period, never leaked.
+        #expect(provider.log.count == calls.count)
+        #expect(isBalanced(provider))
+        #expect(!queue.isBusy)
+    }
+
+    @Test func oneAssertionPerBusyPeriod() async {
+        let (queue, provider) = makeOperationQueue()
+        let delegate = RecordingOperationQueueDelegate()
+        queue.delegate = delegate
+        let started = Signal()
+        let release = Signal()
+        queue.addOperation(gatedOperation(started: started, release: release))
+        queue.addAsyncOperation { $0.finish() }
+        await started.wait()
+        #expect(provider.activeIdentifiers.count == 1)
+        #expect(queue.isBusy)
+        release.signal()
+        await queue.waitUntilIdle()
+        #expect(provider.activeIdentifiers.isEmpty)
+        queue.addOperation {}
+        await queue.waitUntilIdle()
+        #expect(provider.log.count == 4)
+        #expect(isBalanced(provider))
+        #expect(delegate.calls.all == [.willStart, .didFinish, .willStart, .didFinish])
+    }
+
+    @Test func expiringBackgroundTimeCancelsTheOperations() async {
+        let (queue, provider) = makeOperationQueue()
+        let started = Signal()
+        let operation = gatedOperation(started: started, release: Signal())
+        queue.addOperation(operation)
+        await started.wait()
+        provider.expireAll()
+        await waitUntilFinished(operation)
+        #expect(operation.currentOutcome?.kind == .cancelled)
+        await queue.waitUntilIdle()
+        #expect(isBalanced(provider))
+    }
+
+    @Test func backgroundIsTheSharedInstance() {
+        #expect(OperationQueue.background === OperationQueue.background)
+        #expect(OperationQueue.background.name == "Backgroundable.background")
+    }
+}
