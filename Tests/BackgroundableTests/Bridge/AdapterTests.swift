@@ -1,0 +1,168 @@
+@testable import Backgroundable
+import Dispatch
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct OperationToTaskAdapterTests {
+    @Test func aBlockOperationRunsAsAUnit() async {
+        let (queue, _) = makeQueue()
+        let ran = Recorder<Int>()
+        let operation = BlockOperation { ran.append(1) }
+        operation.name = "block"
+        let unit = queue.add(operation)
+        #expect(unit.name == "block")
+        #expect(await unit.outcome.kind == .finished)
+        #expect(ran.all == [1])
+        #expect(operation.isFinished)
+        await queue.waitUntilIdle()
+    }
+
+    @Test func anAsynchronousOperationCompletesTheUnitWhenItFinishes() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        let order = Recorder<String>()
+        let operation = AsyncOperation { operation in
+            DispatchQueue.global().async {
+                order.append("operation")
+                operation.finish()
+            }
+        }
+        let unit = AsyncTask(operation: operation)
+        queue.add(unit)
+        let after = queue.add { task in
+            order.append("after")
+            task.finish()
+        }
+        #expect(await after.outcome.kind == .finished)
+        #expect(await unit.outcome.kind == .finished)
+        #expect(order.all == ["operation", "after"])
+    }
+
+    @Test func cancellingTheUnitCancelsTheOperation() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let operation = gatedOperation(started: started, release: Signal())
+        let unit = queue.add(operation)
+        await started.wait()
+        unit.cancel()
+        #expect(await unit.outcome.kind == .cancelled)
+        await waitUntilFinished(operation)
+        #expect(operation.currentOutcome?.kind == .cancelled)
+    }
+
+    @Test func aUnitCancelledBeforeItStartsStillFinishesItsOperation() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let ran = Recorder<Int>()
+        let operation = BlockOperation { ran.append(1) }
+        let unit = queue.add(operation)
+        unit.cancel()
+        await waitUntilFinished(operation)  // never left hanging
+        #expect(operation.isCancelled)
+        #expect(ran.count == 0)
+        queue.resume()
+    }
+
+    @Test func anOperationCancelledByItsOwnerCancelsTheUnit() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let operation = gatedOperation(started: started, release: Signal())
+        let unit = queue.add(operation, timeout: nil)
+        await started.wait()
+        operation.cancel()
+        #expect(await unit.outcome.kind == .cancelled)
+    }
+
+    @Test func theUnitsTimeoutCancelsTheOperation() async {
+        let (queue, _) = makeQueue()
+        let operation = AsyncOperation(timeout: .infinity) { _ in }
+        let unit = queue.add(operation, timeout: .milliseconds(50))
+        #expect(await unit.outcome.kind == .timedOut)
+        await waitUntilFinished(operation)
+        #expect(operation.isCancelled)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct TaskToOperationAdapterTests {
+    @Test func aCallbackUnitRunsOnAnyOperationQueue() async {
+        let queue = OperationQueue()
+        let unit = AsyncTask(name: "unit") { task in
+            DispatchQueue.global().async { task.finish() }
+        }
+        let operation = queue.addTask(unit)
+        #expect(operation.name == "unit")
+        await waitUntilFinished(operation)
+        #expect(unit.currentOutcome?.kind == .finished)
+        #expect(!operation.isCancelled)
+    }
+
+    @Test func anAsyncUnitKeepsItsValue() async throws {
+        let handle = AsyncTask.operation { 6 * 7 }
+        let operation = OperationQueue().addTask(handle.task)
+        await waitUntilFinished(operation)
+        #expect(try await handle.value == 42)
+    }
+
+    @Test func itKeepsOperationQueueSemantics() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let order = Recorder<Int>()
+        let units = (0..<4).map { index in
+            AsyncTask { task in
+                DispatchQueue.global().async {
+                    order.append(index)
+                    task.finish()
+                }
+            }
+        }
+        let operations = units.map { queue.addTask($0) }
+        await waitUntilFinished(operations.last!)
+        await waitUntilAllOperationsAreFinished(queue)
+        #expect(order.all == [0, 1, 2, 3])
+    }
+
+    @Test func cancellingTheOperationsCancelsTheUnits() async {
+        let queue = OperationQueue()
+        let started = Signal()
+        let running = AsyncTask { _ in started.signal() }
+        let runningOperation = queue.addTask(running)
+        await started.wait()
+        queue.isSuspended = true
+        let pending = AsyncTask { $0.finish() }
+        let pendingOperation = queue.addTask(pending)
+        queue.cancelAllOperations()
+        queue.isSuspended = false
+        await waitUntilFinished(runningOperation)
+        await waitUntilFinished(pendingOperation)
+        #expect(running.currentOutcome?.kind == .cancelled)
+        #expect(pending.currentOutcome?.kind == .cancelled)
+    }
+
+    @Test func theUnitsTimeoutFinishesTheOperation() async {
+        let unit = AsyncTask(timeout: .milliseconds(50)) { _ in }
+        let operation = OperationQueue().addTask(unit)
+        await waitUntilFinished(operation)
+        #expect(unit.currentOutcome?.kind == .timedOut)
+        #expect(operation.isCancelled)
+    }
+
+    @Test func aUnitAlreadyOnABackgroundQueueIsNotRunTwice() async {
+        let (queue, _) = makeQueue()
+        let runs = Recorder<Int>()
+        let release = Signal()
+        let unit = AsyncTask { task in
+            runs.append(1)
+            Task {
+                await release.wait()
+                task.finish()
+            }
+        }
+        queue.add(unit)
+        let operation = OperationQueue().addTask(unit)
+        release.signal()
+        await waitUntilFinished(operation)
+        #expect(unit.currentOutcome?.kind == .finished)
+        #expect(runs.count == 1)
+    }
+}

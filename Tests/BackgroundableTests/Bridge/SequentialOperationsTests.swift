@@ -1,0 +1,148 @@
+@testable import Backgroundable
+import Dispatch
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct SequentialOperationsTests {
+    /// Members that hop to other threads before finishing still run strictly in order,
+    /// on a queue that would otherwise run them all at once.
+    @Test func keepsOrderWithOperationsThatHopThreads() async {
+        let queue = OperationQueue()
+        let order = Recorder<Int>()
+        let running = Gauge()
+        let operations = (0..<12).map { index in
+            AsyncOperation { operation in
+                running.enter()
+                let hop: @Sendable () -> Void = {
+                    order.append(index)
+                    running.leave()
+                    operation.finish()
+                }
+                switch index % 3 {
+                case 0: DispatchQueue.global().async(execute: hop)
+                case 1: Thread.detachNewThread(hop)
+                default: hop()
+                }
+            }
+        }
+        await queue.addSequentialOperations(operations)
+        #expect(order.all == Array(0..<12))
+        #expect(running.maximum == 1)
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+
+    @Test func worksWithPlainOperationsAndTheWaitingForm() async {
+        let queue = OperationQueue()
+        let order = Recorder<Int>()
+        let operations = (0..<5).map { index in BlockOperation { order.append(index) } }
+        await offThePool {
+            queue.addSequentialOperations(operations, waitUntilFinished: true)
+            // The waiting form returns only once every member finished.
+            #expect(operations.allSatisfy { $0.isFinished })
+        }
+        #expect(order.all == Array(0..<5))
+    }
+
+    @Test func cancelAllOperationsStopsTheRestOfASequence() async {
+        let queue = OperationQueue()
+        let started = Signal()
+        let ran = Recorder<Int>()
+        let first = gatedOperation(started: started, release: Signal())
+        let rest = (1..<4).map { index in
+            AsyncOperation { operation in
+                ran.append(index)
+                operation.finish()
+            }
+        }
+        let sequence = Task { await queue.addSequentialOperations([first] + rest) }
+        await started.wait()
+        queue.cancelAllOperations()
+        await sequence.value
+        #expect(ran.count == 0)
+        #expect(first.currentOutcome?.kind == .cancelled)
+        #expect(rest.allSatisfy { $0.currentOutcome?.kind == .cancelled && $0.isFinished })
+    }
+
+    @Test func continuesAfterAFirstMemberThatNeverFinishesTimesOut() async {
+        let queue = OperationQueue()
+        let ran = Recorder<String>()
+        let stuck = AsyncOperation(timeout: 0.05) { _ in ran.append("stuck") }
+        let next = AsyncOperation { operation in
+            ran.append("next")
+            operation.finish()
+        }
+        await queue.addSequentialOperations([stuck, next])
+        #expect(stuck.currentOutcome?.kind == .timedOut)
+        #expect(next.currentOutcome?.kind == .finished)
+        #expect(ran.all == ["stuck", "next"])
+    }
+
+    /// 1.x defect: a dropped member left the next one waiting forever.
+    @Test func aDroppedMemberDoesNotHangTheRest() async {
+        let (queue, _) = makeOperationQueue()
+        let holderStarted = Signal()
+        let releaseHolder = Signal()
+        queue.addOperation(gatedOperation(name: "x", started: holderStarted, release: releaseHolder))
+        await holderStarted.wait()
+        let order = Recorder<String>()
+        let first = AsyncOperation { operation in
+            order.append("first")
+            operation.finish()
+        }
+        let dropped = AsyncOperation(name: "x", uniquenessPolicy: .drop) { operation in
+            order.append("dropped")
+            operation.finish()
+        }
+        let last = AsyncOperation { operation in
+            order.append("last")
+            operation.finish()
+        }
+        await queue.addSequentialOperations([first, dropped, last])
+        #expect(dropped.currentOutcome?.kind == .dropped)
+        #expect(order.all == ["first", "last"])
+        releaseHolder.signal()
+        await queue.waitUntilIdle()
+    }
+
+    /// A cancelled member finishes at once, but the member after it still waits for the
+    /// ones before it (plain dependencies would let it start right away).
+    @Test func aCancelledMemberDoesNotLetTheNextOneOvertake() async {
+        let queue = OperationQueue()
+        let started = Signal()
+        let release = Signal()
+        let order = Recorder<String>()
+        let first = AsyncOperation { operation in
+            started.signal()
+            Task {
+                await release.wait()
+                order.append("first")
+                operation.finish()
+            }
+        }
+        let middle = BlockOperation { order.append("middle") }
+        let last = BlockOperation { order.append("last") }
+        let sequence = Task { await queue.addSequentialOperations([first, middle, last]) }
+        await started.wait()
+        middle.cancel()
+        await waitUntilFinished(middle)
+        #expect(!last.isReady)
+        #expect(!last.isExecuting && !last.isFinished)
+        release.signal()
+        await sequence.value
+        #expect(order.all == ["first", "last"])
+    }
+
+    @Test func cancellingTheAwaitingTaskCancelsTheMembers() async {
+        let queue = OperationQueue()
+        let started = Signal()
+        let first = gatedOperation(started: started, release: Signal())
+        let second = BlockOperation {}
+        let sequence = Task { await queue.addSequentialOperations([first, second]) }
+        await started.wait()
+        sequence.cancel()
+        await sequence.value
+        #expect(first.currentOutcome?.kind == .cancelled)
+        #expect(second.isCancelled && second.isFinished)
+    }
+}
