@@ -1,0 +1,160 @@
+@testable import Backgroundable
+import Dispatch
+import Testing
+
+@Suite("AsyncTask outcomes and state")
+struct AsyncTaskTests {
+    @Test func callbackUnitIsDoneOnlyWhenFinishIsCalled() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let release = Signal()
+        let unit = queue.add { task in
+            started.signal()
+            Task {
+                await release.wait()
+                task.finish()
+            }
+        }
+        await started.wait()
+        #expect(unit.isExecuting)
+        #expect(unit.currentOutcome == nil)
+        #expect(!unit.isFinished)
+        release.signal()
+        #expect(await unit.outcome.kind == .finished)
+        #expect(unit.isFinished)
+        #expect(!unit.isExecuting)
+        #expect(!unit.isCancelled)
+    }
+
+    @Test func finishFromAnotherThreadCompletesTheUnit() async {
+        let (queue, _) = makeQueue()
+        let unit = queue.add { task in
+            DispatchQueue.global().async { task.finish() }
+        }
+        #expect(await unit.outcome.kind == .finished)
+    }
+
+    @Test func operationValueAndError() async throws {
+        let (queue, _) = makeQueue()
+        let value = queue.addOperation { "done" }
+        let failure = queue.addOperation { () async throws -> Int in throw TestError(code: 7) }
+        #expect(try await value.value == "done")
+        await #expect(throws: TestError(code: 7)) { try await failure.value }
+        let outcome = await failure.outcome
+        #expect(outcome.kind == .failed)
+        #expect(outcome.error as? TestError == TestError(code: 7))
+    }
+
+    @Test func runReturnsTheValue() async throws {
+        let (queue, _) = makeQueue()
+        let value = try await queue.run { 6 * 7 }
+        #expect(value == 42)
+    }
+
+    @Test func finishBeforeStartCancels() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let ran = Recorder<Int>()
+        let unit = queue.add { task in
+            ran.append(1)
+            task.finish()
+        }
+        unit.finish()
+        #expect(unit.currentOutcome?.kind == .cancelled)
+        queue.resume()
+        await queue.waitUntilIdle()
+        #expect(ran.count == 0)
+    }
+
+    @Test func finishOnANeverEnqueuedUnitCancelsItAndAddingItLaterIsANoOp() async {
+        let (queue, _) = makeQueue()
+        let unit = AsyncTask { task in task.finish() }
+        unit.finish()
+        #expect(unit.currentOutcome?.kind == .cancelled)
+        queue.add(unit)
+        #expect(queue.enqueuedCount == 0)
+        #expect(!queue.isBusy)
+    }
+
+    @Test func firstTerminalTransitionWins() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let unit = queue.add { _ in started.signal() }
+        await started.wait()
+        unit.cancel()
+        unit.finish()
+        unit.cancel()
+        #expect(await unit.outcome.kind == .cancelled)
+        #expect(unit.isCancelled)
+    }
+
+    @Test func addingAUnitTwiceOrToTwoQueuesIsANoOp() async {
+        let (first, _) = makeQueue()
+        let (second, _) = makeQueue()
+        first.suspend()
+        let runs = Recorder<Int>()
+        let unit = AsyncTask { task in
+            runs.append(1)
+            task.finish()
+        }
+        first.add(unit)
+        first.add(unit)
+        second.add(unit)
+        #expect(first.enqueuedCount == 1)
+        #expect(second.enqueuedCount == 0)
+        first.resume()
+        #expect(await unit.outcome.kind == .finished)
+        await first.waitUntilIdle()
+        #expect(runs.count == 1)
+    }
+
+    @Test func wrappingTaskCarriesNameAndPriority() async throws {
+        let (queue, _) = makeQueue()
+        let handle = queue.addOperation(name: "named-unit", priority: .low) {
+            (Task.name, Task.currentPriority)
+        }
+        let (name, priority) = try await handle.value
+        #expect(name == "named-unit")
+        #expect(priority == .low)
+    }
+
+    @Test func awaitingTheOutcomeOfAnEndedUnitReturnsAtOnce() async {
+        let (queue, _) = makeQueue()
+        let unit = queue.add { task in task.finish() }
+        _ = await unit.outcome
+        #expect(await unit.outcome.kind == .finished)
+        #expect(await unit.outcome.kind == .finished)
+    }
+
+    @Test func exactlyOneOutcomeUnderRacingFinishCancelAndTimeout() async {
+        let (queue, _) = makeQueue()
+        let iterations = 300
+        let timeouts = Recorder<Int>()
+        let endings = Recorder<Int>()
+        var units: [AsyncTask] = []
+        for index in 0..<iterations {
+            let started = Signal()
+            let unit = queue.add(timeout: .milliseconds(1), onTimeout: { task in
+                #expect(task.currentOutcome?.kind == .timedOut)
+                timeouts.append(index)
+            }) { _ in started.signal() }
+            unit.onEnd { _ in endings.append(index) }
+            await started.wait()
+            // Race the 1 ms timeout: every racer spins until about the deadline.
+            let raceAt = ContinuousClock.now + .microseconds(index % 3 * 500 + 500)
+            DispatchQueue.concurrentPerform(iterations: 4) { racer in
+                while ContinuousClock.now < raceAt {}
+                if racer % 2 == 0 { unit.finish() } else { unit.cancel() }
+            }
+            units.append(unit)
+        }
+        await queue.waitUntilIdle()
+        #expect(endings.count == iterations)
+        #expect(Set(endings.all).count == iterations)
+        let timedOut = units.indices.filter { units[$0].currentOutcome?.kind == .timedOut }
+        #expect(Set(timeouts.all) == Set(timedOut))
+        #expect(timeouts.count == timedOut.count)
+        let kinds = Set(units.compactMap { $0.currentOutcome?.kind })
+        #expect(kinds.isSubset(of: [.finished, .cancelled, .timedOut]))
+    }
+}

@@ -1,0 +1,15 @@
+@testable import Backgroundable
+import Testing
+
+@Suite struct SmokeTests {
+    @Test func callbackAndOperationUnitsFinish() async throws {
+        let (queue, provider) = makeQueue()
+        let unit = queue.add { task in task.finish() }
+        let handle = queue.addOperation { 41 + 1 }
+        #expect(await unit.outcome.kind == .finished)
+        #expect(try await handle.value == 42)
+        await queue.waitUntilIdle()
+        #expect(provider.activeIdentifiers.isEmpty)
+        #expect(provider.log.count == 2 || provider.log.count == 4)
+    }
+}

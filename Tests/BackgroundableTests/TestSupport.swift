@@ -1,0 +1,104 @@
+@testable import Backgroundable
+import Synchronization
+
+/// A thread-safe box for values tests collect from units.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func append(_ value: Value) {
+        values.withLock { $0.append(value) }
+    }
+
+    var all: [Value] { values.withLock { $0 } }
+    var count: Int { values.withLock { $0.count } }
+}
+
+/// A one-shot signal a test can await: `signal()` from anywhere, `wait()` suspends
+/// until it was signalled (returns at once if it already was).
+final class Signal: Sendable {
+    private let state = Mutex<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func signal() {
+        let waiters = state.withLock { state in
+            state.signalled = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var isSignalled: Bool { state.withLock { $0.signalled } }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if state.signalled { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+}
+
+/// A counter with a maximum, to check concurrency limits.
+final class Gauge: Sendable {
+    private let state = Mutex<(current: Int, maximum: Int)>((0, 0))
+
+    func enter() {
+        state.withLock { state in
+            state.current += 1
+            state.maximum = max(state.maximum, state.current)
+        }
+    }
+
+    func leave() {
+        state.withLock { $0.current -= 1 }
+    }
+
+    var maximum: Int { state.withLock { $0.maximum } }
+}
+
+extension AsyncTask.Outcome {
+    var isFinished: Bool { kind == .finished }
+}
+
+/// A queue that records its background-time calls.
+func makeQueue(
+    maxConcurrentTasks: Int? = nil,
+    expirationPolicy: BackgroundQueue.ExpirationPolicy = .cancelAll
+) -> (BackgroundQueue, RecordingBackgroundTaskProvider) {
+    let provider = RecordingBackgroundTaskProvider()
+    let queue = BackgroundQueue(
+        name: "test", maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: provider,
+        expirationPolicy: expirationPolicy)
+    return (queue, provider)
+}
+
+/// Suspends until the current task is cancelled: "work that runs until stopped",
+/// without sleeping.
+func suspendUntilCancelled() async {
+    let signal = Signal()
+    await withTaskCancellationHandler {
+        await signal.wait()
+    } onCancel: {
+        signal.signal()
+    }
+}
+
+/// A delegate that records the queue's notifications.
+final class RecordingDelegate: BackgroundQueueDelegate {
+    let calls = Recorder<String>()
+
+    func backgroundQueueWillStartTasks(_ queue: BackgroundQueue) {
+        calls.append("willStart")
+    }
+
+    func backgroundQueueDidFinishTasks(_ queue: BackgroundQueue) {
+        calls.append("didFinish")
+    }
+}
+
+struct TestError: Error, Equatable {
+    let code: Int
+}
