@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -8,8 +9,42 @@ let package = Package(
         .library(name: "Backgroundable", targets: ["Backgroundable"]),
         .executable(name: "backgroundable-bench", targets: ["backgroundable-bench"]),
     ],
+    // `Macros` (off by default) adds `@Backgroundable` and `@BackgroundableProperty`.
+    // Only with it enabled does the package resolve and build swift-syntax.
+    traits: [
+        .trait(name: "Macros", description: "The @Backgroundable and @BackgroundableProperty macros (needs swift-syntax).")
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0")
+    ],
     targets: [
-        .target(name: "Backgroundable"),
+        .target(
+            name: "Backgroundable",
+            dependencies: [
+                .target(name: "BackgroundableMacros", condition: .when(traits: ["Macros"]))
+            ]
+        ),
+        .macro(
+            name: "BackgroundableMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftParser", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax", condition: .when(traits: ["Macros"])),
+            ]
+        ),
+        .testTarget(
+            name: "BackgroundableMacroTests",
+            dependencies: [
+                .target(name: "Backgroundable"),
+                .target(name: "BackgroundableMacros", condition: .when(traits: ["Macros"])),
+                .product(
+                    name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax", condition: .when(traits: ["Macros"])
+                ),
+            ]
+        ),
         .testTarget(name: "BackgroundableTests", dependencies: ["Backgroundable"]),
         .executableTarget(
             name: "backgroundable-bench",

@@ -1,10 +1,56 @@
 /// Chooses the platform's default ``BackgroundTaskProvider``, in one place.
 ///
-/// - Linux and other platforms without a background-time mechanism:
-///   ``NoopBackgroundTaskProvider/shared``.
+/// - iOS, iPadOS, tvOS, visionOS and Mac Catalyst (UIKit):
+///   ``UIApplicationBackgroundTaskProvider/shared``.
+/// - watchOS: ``ExpiringActivityBackgroundTaskProvider/shared`` (`ProcessInfo.performExpiringActivity`).
+/// - macOS, Linux and every other platform, which suspend no process for being in
+///   the background: ``NoopBackgroundTaskProvider/shared``.
+///
+/// ``withProvider(_:operation:)-(_,()->_)`` replaces the default for the
+/// current task and the tasks it creates, for tests.
 public enum DefaultBackgroundTaskProvider {
-    /// The provider new queues and assertions use when none is given.
+    /// A replacement for the platform default, bound by ``withProvider(_:operation:)-(_,()->_)``.
+    @TaskLocal private static var replacement: (any BackgroundTaskProvider)?
+
+    /// The provider new queues and assertions use when none is given: the
+    /// replacement bound by ``withProvider(_:operation:)-(_,()->_)`` in the current
+    /// task, if any, otherwise the platform's default. Callable from any thread.
     public static func make() -> any BackgroundTaskProvider {
+        replacement ?? platformDefault
+    }
+
+    /// Runs `operation` with ``make()`` returning `provider` — in `operation`, in
+    /// the child tasks and unstructured `Task`s it creates, and nowhere else
+    /// (a task-local value, so tests running in parallel don't see each other's).
+    ///
+    /// Use it to observe code that relies on the default provider, such as the
+    /// expansion of the `@Backgroundable` macro, with a
+    /// ``RecordingBackgroundTaskProvider``. `operation` runs on the caller's isolation.
+    @discardableResult
+    public static func withProvider<Result>(
+        _ provider: any BackgroundTaskProvider,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Result
+    ) async rethrows -> Result {
+        try await $replacement.withValue(provider, operation: operation)
+    }
+
+    /// The synchronous form of ``withProvider(_:isolation:operation:)``.
+    @discardableResult
+    public static func withProvider<Result>(
+        _ provider: any BackgroundTaskProvider,
+        operation: () throws -> Result
+    ) rethrows -> Result {
+        try $replacement.withValue(provider, operation: operation)
+    }
+
+    private static var platformDefault: any BackgroundTaskProvider {
+        #if canImport(UIKit) && !os(watchOS)
+        UIApplicationBackgroundTaskProvider.shared
+        #elseif os(watchOS)
+        ExpiringActivityBackgroundTaskProvider.shared
+        #else
         NoopBackgroundTaskProvider.shared
+        #endif
     }
 }
