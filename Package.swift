@@ -43,6 +43,11 @@ let package = Package(
                 .product(
                     name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax", condition: .when(traits: ["Macros"])
                 ),
+                .product(
+                    name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax",
+                    condition: .when(traits: ["Macros"])
+                ),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: .when(traits: ["Macros"])),
             ]
         ),
         .testTarget(name: "BackgroundableTests", dependencies: ["Backgroundable"]),
