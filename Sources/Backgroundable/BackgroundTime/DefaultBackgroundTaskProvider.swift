@@ -1,8 +1,9 @@
 /// Chooses the platform's default ``BackgroundTaskProvider``, in one place.
 ///
 /// - iOS, iPadOS, tvOS, visionOS and Mac Catalyst (UIKit):
-///   ``UIApplicationBackgroundTaskProvider/shared``.
-/// - watchOS: ``ExpiringActivityBackgroundTaskProvider/shared`` (`ProcessInfo.performExpiringActivity`).
+///   `UIApplicationBackgroundTaskProvider.shared`.
+/// - watchOS: ``ExpiringActivityBackgroundTaskProvider`` over
+///   `ProcessInfo.performExpiringActivity(withReason:using:)`.
 /// - macOS, Linux and every other platform, which suspend no process for being in
 ///   the background: ``NoopBackgroundTaskProvider/shared``.
 ///
