@@ -7,14 +7,14 @@
 /// - macOS, Linux and every other platform, which suspend no process for being in
 ///   the background: ``NoopBackgroundTaskProvider/shared``.
 ///
-/// ``withProvider(_:operation:)-(_,()->_)`` replaces the default for the
+/// ``withProvider(_:operation:)`` replaces the default for the
 /// current task and the tasks it creates, for tests.
 public enum DefaultBackgroundTaskProvider {
-    /// A replacement for the platform default, bound by ``withProvider(_:operation:)-(_,()->_)``.
+    /// A replacement for the platform default, bound by ``withProvider(_:operation:)``.
     @TaskLocal private static var replacement: (any BackgroundTaskProvider)?
 
     /// The provider new queues and assertions use when none is given: the
-    /// replacement bound by ``withProvider(_:operation:)-(_,()->_)`` in the current
+    /// replacement bound by ``withProvider(_:operation:)`` in the current
     /// task, if any, otherwise the platform's default. Callable from any thread.
     public static func make() -> any BackgroundTaskProvider {
         replacement ?? platformDefault

@@ -14,7 +14,7 @@
 ///
 /// The expansion calls ``BackgroundTimeAssertion/begin(named:provider:onExpiration:)``
 /// with the default provider (``DefaultBackgroundTaskProvider/make()``, which tests
-/// can replace with ``DefaultBackgroundTaskProvider/withProvider(_:operation:)-(_,()->_)``),
+/// can replace with ``DefaultBackgroundTaskProvider/withProvider(_:operation:)``),
 /// so it works on every platform, Linux included. Works on sync, async and throwing
 /// methods of classes, structs, enums and actors, and on free functions.
 ///
