@@ -138,7 +138,11 @@ struct AsyncTaskTests {
                 #expect(task.currentOutcome?.kind == .timedOut)
                 timeouts.append(index)
             }) { _ in started.signal() }
-            unit.onEnd { _ in endings.append(index) }
+            // The 1 ms timeout may end the unit before its body runs.
+            unit.onEnd { _ in
+                endings.append(index)
+                started.signal()
+            }
             await started.wait()
             // Race the 1 ms timeout: every racer spins until about the deadline.
             let raceAt = ContinuousClock.now + .microseconds(index % 3 * 500 + 500)

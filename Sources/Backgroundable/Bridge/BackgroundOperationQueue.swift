@@ -149,12 +149,6 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
             return operation.cancel()
         }
         operation.task.end(.replaced)
-        if operation.task.currentOutcome == nil {
-            // The unit had not been handed to the executor yet (the operation is still
-            // waiting in this queue) and the core only admits `replaced` for enqueued or
-            // executing units: cancel it instead, so it still never runs.
-            operation.cancel()
-        }
     }
 
     private func operationFinished(_ operation: Operation, name: String?) {

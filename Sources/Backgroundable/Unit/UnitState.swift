@@ -108,7 +108,7 @@ struct UnitState {
         switch (phase, outcome) {
         case (.ended, _):
             return nil
-        case (.created, .cancelled), (.created, .dropped):
+        case (.created, .cancelled), (.created, .dropped), (.created, .replaced):
             break
         case (.enqueued(let core, _), .cancelled), (.enqueued(let core, _), .replaced),
             (.enqueued(let core, _), .dropped):

@@ -94,12 +94,7 @@ struct BackgroundOperationQueueTests {
             operation.finish()
         }
         #expect(second.isCancelled)
-        withKnownIssue(
-            "A unit that was never handed to an executor cannot end `replaced` yet (core: UnitState.end allows (.created, .replaced)); it ends `cancelled`",
-            isIntermittent: true
-        ) {
-            #expect(second.currentOutcome?.kind == .replaced)
-        }
+        #expect(second.currentOutcome?.kind == .replaced)
         queue.isSuspended = false
         await queue.waitUntilIdle()
         #expect(ran.all == [3])

@@ -1,0 +1,165 @@
+@testable import Backgroundable
+import Dispatch
+import Testing
+
+@Suite("Name-based deduplication")
+struct DeduplicationTests {
+    @Test func ignoreIsTheDefaultAndNamesAreOnlyLabels() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let first = queue.add(name: "same") { $0.finish() }
+        let second = queue.add(name: "same") { $0.finish() }
+        #expect(first.uniquenessPolicy == .ignore)
+        #expect(queue.enqueuedCount == 2)
+        queue.resume()
+        #expect(await first.outcome.kind == .finished)
+        #expect(await second.outcome.kind == .finished)
+    }
+
+    @Test func dropKeepsTheLiveUnitAndDropsTheNewcomerAtOnce() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let runs = Recorder<Int>()
+        let first = queue.add(name: "sync") { task in
+            runs.append(1)
+            task.finish()
+        }
+        let second = queue.add(name: "sync", uniquenessPolicy: .drop) { task in
+            runs.append(2)
+            task.finish()
+        }
+        #expect(second.currentOutcome?.kind == .dropped)
+        #expect(second.isCancelled)
+        #expect(queue.enqueuedCount == 1)
+        queue.resume()
+        #expect(await first.outcome.kind == .finished)
+        await queue.waitUntilIdle()
+        #expect(runs.all == [1])
+    }
+
+    @Test func dropSeesExecutingUnitsAsLive() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let first = queue.add(name: "sync") { _ in started.signal() }
+        await started.wait()
+        let second = queue.add(name: "sync", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(second.currentOutcome?.kind == .dropped)
+        first.finish()
+        await queue.waitUntilIdle()
+    }
+
+    @Test func droppedHandleThrowsDropped() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        queue.add(name: "n") { $0.finish() }
+        let dropped = queue.addOperation(name: "n", uniquenessPolicy: .drop) { 1 }
+        await #expect(throws: AsyncTaskError.dropped) { try await dropped.value }
+        queue.cancelAll()
+        queue.resume()
+    }
+
+    @Test func replaceCancelsWaitingAndExecutingUnitsWithTheSameName() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        let started = Signal()
+        let sawCancellation = Signal()
+        let executing = queue.addOperation(name: "save") {
+            started.signal()
+            await suspendUntilCancelled()
+            if Task.isCancelled { sawCancellation.signal() }
+        }
+        await started.wait()
+        let waiting = queue.add(name: "save") { $0.finish() }
+        let newest = queue.add(name: "save", uniquenessPolicy: .replace) { $0.finish() }
+        #expect(executing.task.currentOutcome?.kind == .replaced)
+        #expect(waiting.currentOutcome?.kind == .replaced)
+        await sawCancellation.wait()
+        #expect(await newest.outcome.kind == .finished)
+        await #expect(throws: AsyncTaskError.replaced) { try await executing.value }
+    }
+
+    @Test func unnamedUnitsNeverDeduplicate() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let units = (0..<3).map { _ in queue.add(uniquenessPolicy: .drop) { $0.finish() } }
+        let replacer = queue.add(uniquenessPolicy: .replace) { $0.finish() }
+        #expect(queue.enqueuedCount == 4)
+        queue.resume()
+        for unit in units + [replacer] {
+            #expect(await unit.outcome.kind == .finished)
+        }
+    }
+
+    @Test func endedUnitsFreeTheirName() async {
+        let (queue, _) = makeQueue()
+        let finished = queue.add(name: "a") { $0.finish() }
+        _ = await finished.outcome
+        let afterFinished = queue.add(name: "a", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(await afterFinished.outcome.kind == .finished)
+
+        queue.suspend()
+        let cancelled = queue.add(name: "b") { $0.finish() }
+        cancelled.cancel()
+        let afterCancelled = queue.add(name: "b", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(afterCancelled.currentOutcome == nil)
+        queue.resume()
+        #expect(await afterCancelled.outcome.kind == .finished)
+    }
+
+    @Test func racingDropAddsLeaveExactlyOneSurvivor() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let added = Recorder<AsyncTask>()
+        DispatchQueue.concurrentPerform(iterations: 500) { _ in
+            added.append(queue.add(name: "race", uniquenessPolicy: .drop) { $0.finish() })
+        }
+        let survivors = added.all.filter { $0.currentOutcome?.kind != .dropped }
+        #expect(survivors.count == 1)
+        #expect(queue.enqueuedCount == 1)
+        queue.resume()
+        #expect(await survivors[0].outcome.kind == .finished)
+    }
+
+    @Test func racingReplaceAddsLeaveExactlyOneLiveUnit() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let added = Recorder<AsyncTask>()
+        DispatchQueue.concurrentPerform(iterations: 500) { _ in
+            added.append(queue.add(name: "race", uniquenessPolicy: .replace) { $0.finish() })
+        }
+        let live = added.all.filter { $0.currentOutcome == nil }
+        #expect(live.count == 1)
+        #expect(added.all.filter { $0.currentOutcome?.kind == .replaced }.count == 499)
+        queue.resume()
+        #expect(await live[0].outcome.kind == .finished)
+    }
+
+    @Test func policiesApplyInOrderWithinABatch() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let a = AsyncTask(name: "x") { $0.finish() }
+        let b = AsyncTask(name: "x", uniquenessPolicy: .drop) { $0.finish() }
+        let c = AsyncTask(name: "x", uniquenessPolicy: .replace) { $0.finish() }
+        let d = AsyncTask(name: "x", uniquenessPolicy: .drop) { $0.finish() }
+        queue.add(contentsOf: [a, b, c, d])
+        #expect(a.currentOutcome?.kind == .replaced)
+        #expect(b.currentOutcome?.kind == .dropped)
+        #expect(c.currentOutcome == nil)
+        #expect(d.currentOutcome?.kind == .dropped)
+        #expect(queue.enqueuedCount == 1)
+        queue.resume()
+        #expect(await c.outcome.kind == .finished)
+    }
+
+    @Test func deduplicationIsPerQueue() async {
+        let (first, _) = makeQueue()
+        let (second, _) = makeQueue()
+        first.suspend()
+        second.suspend()
+        first.add(name: "n") { $0.finish() }
+        let other = second.add(name: "n", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(other.currentOutcome == nil)
+        first.resume()
+        second.resume()
+        #expect(await other.outcome.kind == .finished)
+    }
+}
