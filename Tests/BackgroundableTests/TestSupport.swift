@@ -3,7 +3,7 @@ import Synchronization
 
 /// A thread-safe box for values tests collect from units.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Lock<[Value]>([])
 
     func append(_ value: Value) {
         values.withLock { $0.append(value) }
@@ -16,7 +16,7 @@ final class Recorder<Value: Sendable>: Sendable {
 /// A one-shot signal a test can await: `signal()` from anywhere, `wait()` suspends
 /// until it was signalled (returns at once if it already was).
 final class Signal: Sendable {
-    private let state = Mutex<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Lock<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func signal() {
         let waiters = state.withLock { state in
@@ -43,7 +43,7 @@ final class Signal: Sendable {
 
 /// A counter with a maximum, to check concurrency limits.
 final class Gauge: Sendable {
-    private let state = Mutex<(current: Int, maximum: Int)>((0, 0))
+    private let state = Lock<(current: Int, maximum: Int)>((0, 0))
 
     func enter() {
         state.withLock { state in

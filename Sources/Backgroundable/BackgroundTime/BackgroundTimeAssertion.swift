@@ -24,7 +24,7 @@ public final class BackgroundTimeAssertion: Sendable {
     public let name: String
     private let provider: any BackgroundTaskProvider
     private let onExpiration: @Sendable () -> Void
-    private let state = Mutex(State.beginning(endRequested: false, expired: false))
+    private let state = Lock(State.beginning(endRequested: false, expired: false))
 
     private init(name: String, provider: any BackgroundTaskProvider, onExpiration: @escaping @Sendable () -> Void) {
         self.name = name
@@ -122,6 +122,7 @@ public final class BackgroundTimeAssertion: Sendable {
 /// - Parameters:
 ///   - name: The assertion's name.
 ///   - provider: Where the assertion comes from.
+///   - isolation: The caller's actor, inherited so `operation` runs where the caller does.
 ///   - operation: The work. Runs on the caller's isolation.
 ///   - onExpiration: Runs at most once, after the assertion was ended because its
 ///     time ran out while `operation` was still running.

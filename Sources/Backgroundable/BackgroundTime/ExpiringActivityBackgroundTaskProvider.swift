@@ -31,7 +31,7 @@ public final class ExpiringActivityBackgroundTaskProvider: BackgroundTaskProvide
     }
 
     private let performExpiringActivity: PerformExpiringActivity
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Creates a provider that asks `performExpiringActivity` for time.
     public init(performExpiringActivity: @escaping PerformExpiringActivity) {

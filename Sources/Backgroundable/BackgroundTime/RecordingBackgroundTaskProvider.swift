@@ -19,7 +19,7 @@ public final class RecordingBackgroundTaskProvider: BackgroundTaskProvider {
         var unbalancedEnds = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

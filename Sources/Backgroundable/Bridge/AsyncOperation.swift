@@ -53,7 +53,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// `TimeInterval.infinity` means no timeout.
     public let timeout: TimeInterval
 
-    private let bridge = Mutex(BridgeState())
+    private let bridge = Lock(BridgeState())
     private let hasTimeoutCallback: Bool
 
     /// Creates an operation with the 1.x initializer.
@@ -299,7 +299,7 @@ private final class OperationReference: Sendable {
         weak var operation: AsyncOperation?
     }
 
-    private let storage = Mutex(Weak())
+    private let storage = Lock(Weak())
 
     var operation: AsyncOperation? {
         get { storage.withLock { $0.operation } }

@@ -65,7 +65,7 @@ extension BackgroundQueue {
 /// once — when the unit starts, or when the unit ended first — guarded by a `Mutex`.
 private final class AdoptedOperation: Sendable {
     let operation: Operation
-    private let handedOver = Mutex(false)
+    private let handedOver = Lock(false)
 
     init(_ operation: Operation) {
         self.operation = operation

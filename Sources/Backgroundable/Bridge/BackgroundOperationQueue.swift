@@ -47,7 +47,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// The provider of the background-time assertion the queue holds while busy.
     public let backgroundTaskProvider: any BackgroundTaskProvider
 
-    private let registry = Mutex(Registry())
+    private let registry = Lock(Registry())
 
     /// Creates a queue.
     ///

@@ -9,7 +9,7 @@ import Synchronization
 /// ``BackgroundTimeAssertion/end()`` is never called under the slot's lock.
 public final class BackgroundTimeAssertionSlot: Sendable {
     /// Held assertions, oldest first. Calls of the same method can overlap.
-    private let held = Mutex<[BackgroundTimeAssertion]>([])
+    private let held = Lock<[BackgroundTimeAssertion]>([])
 
     public init() {}
 

@@ -9,7 +9,7 @@ import Synchronization
 /// unless it waits for something: the queue's state lives behind a lock, so adding a
 /// unit costs a lock and a few pointer writes — no actor hop, no `Task`, nothing that
 /// suspends. That is what lets plain (non-async) code keep FIFO order: units added one
-/// after another from one thread start in that order (see ``add(_:)``).
+/// after another from one thread start in that order (see ``add(_:)-(AsyncTask)``).
 ///
 /// Units never start on the caller's thread. A drainer task moves ready units to
 /// executing in batches and creates each unit's wrapping `Task`; when a unit ends,

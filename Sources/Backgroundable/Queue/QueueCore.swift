@@ -11,7 +11,7 @@ final class QueueCore: Sendable {
     let label: String
     let provider: any BackgroundTaskProvider
     let expirationPolicy: BackgroundQueue.ExpirationPolicy
-    let state: Mutex<QueueState>
+    let state: Lock<QueueState>
     /// The actor, for delegate callbacks. Written once, before the core is shared.
     nonisolated(unsafe) weak var queue: BackgroundQueue?
 
@@ -24,7 +24,7 @@ final class QueueCore: Sendable {
         self.label = label
         self.provider = provider
         self.expirationPolicy = expirationPolicy
-        self.state = Mutex(QueueState(limit: limit))
+        self.state = Lock(QueueState(limit: limit))
     }
 
     /// Runs a transition under the lock, then performs its effects.

@@ -50,7 +50,7 @@ public final class AsyncTask: Sendable {
     public let uniquenessPolicy: UniquenessPolicy
 
     let onTimeout: (@Sendable (AsyncTask) -> Void)?
-    let state: Mutex<UnitState>
+    let state: Lock<UnitState>
 
     /// Scheduling links, read and written only by the owning queue under its lock.
     ///
@@ -72,7 +72,7 @@ public final class AsyncTask: Sendable {
         self.priority = priority
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout
-        self.state = Mutex(UnitState(phase: .created(work)))
+        self.state = Lock(UnitState(phase: .created(work)))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives

@@ -12,7 +12,7 @@ struct PlatformProviderTests {
     /// A stand-in for `ProcessInfo.performExpiringActivity`: runs each block on a
     /// global queue, like the real one, and lets the test expire the activities.
     final class FakeExpiringActivity: Sendable {
-        private let blocks = Mutex<[@Sendable (Bool) -> Void]>([])
+        private let blocks = Lock<[@Sendable (Bool) -> Void]>([])
         /// Signalled each time a granted block returns.
         let returned = DispatchSemaphore(value: 0)
         let grant: Bool

@@ -1,0 +1,218 @@
+import Synchronization
+@testable import Backgroundable
+import Dispatch
+import Testing
+
+@Suite("Cancellation")
+struct CancellationTests {
+    @Test func cancelBeforeStartMeansTheBodyNeverRunsAndTheSlotIsFree() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        queue.suspend()
+        let ran = Recorder<Int>()
+        let cancelled = queue.add(name: "n") { task in
+            ran.append(1)
+            task.finish()
+        }
+        cancelled.cancel()
+        #expect(cancelled.currentOutcome?.kind == .cancelled)
+        #expect(queue.enqueuedCount == 0)
+        queue.resume()
+        await queue.waitUntilIdle()
+        #expect(ran.count == 0)
+    }
+
+    @Test func cancelWhileExecutingReachesTheBodyAndItsChildTasks() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let childSawCancellation = Signal()
+        let threw = Signal()
+        let handle = queue.addOperation {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await suspendUntilCancelled()
+                    if Task.isCancelled { childSawCancellation.signal() }
+                }
+                started.signal()
+                await group.waitForAll()
+            }
+            do {
+                try Task.checkCancellation()
+            } catch {
+                threw.signal()
+            }
+        }
+        await started.wait()
+        handle.cancel()
+        #expect(handle.task.currentOutcome?.kind == .cancelled)
+        await childSawCancellation.wait()
+        await threw.wait()
+    }
+
+    @Test func aBodyThatIgnoresCancellationDoesNotHoldTheQueue() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        let started = Signal()
+        let release = Signal()
+        let stubborn = queue.addOperation {
+            started.signal()
+            await release.wait()  // ignores cancellation
+            return "late"
+        }
+        let next = queue.add { $0.finish() }
+        await started.wait()
+        stubborn.cancel()
+        #expect(await next.outcome.kind == .finished)
+        release.signal()
+        await #expect(throws: AsyncTaskError.cancelled) { try await stubborn.value }
+    }
+
+    @Test func lateFinishFromACancelledCallbackBodyIsANoOp() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let unit = queue.add { _ in started.signal() }
+        await started.wait()
+        unit.cancel()
+        unit.finish()
+        #expect(await unit.outcome.kind == .cancelled)
+    }
+
+    @Test func cancellingAnAwaitingCallerCancelsTheUnit() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let handle = queue.addOperation {
+            started.signal()
+            await suspendUntilCancelled()
+        }
+        await started.wait()
+        let caller = Task { try await handle.value }
+        caller.cancel()
+        await #expect(throws: AsyncTaskError.cancelled) { try await caller.value }
+        #expect(handle.task.currentOutcome?.kind == .cancelled)
+    }
+
+    @Test func cancelAllCancelsWaitingAndExecutingUnitsAndTheQueueKeepsWorking() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 2)
+        let started = Recorder<Int>()
+        let bothStarted = Signal()
+        let units = (0..<6).map { index in
+            queue.add { _ in
+                started.append(index)
+                if started.count == 2 { bothStarted.signal() }
+            }
+        }
+        await bothStarted.wait()
+        queue.cancelAll()
+        for unit in units {
+            #expect(await unit.outcome.kind == .cancelled)
+        }
+        await queue.waitUntilIdle()
+        let after = queue.add { $0.finish() }
+        #expect(await after.outcome.kind == .finished)
+    }
+}
+
+@Suite("Timeouts")
+struct TimeoutTests {
+    @Test func timeoutFiresOnTimeOnceAfterTheOutcomeIsSet() async {
+        let (queue, _) = makeQueue()
+        let calls = Recorder<AsyncTask.Outcome.Kind?>()
+        let fired = Signal()
+        let start = ContinuousClock.now
+        let unit = queue.add(timeout: .milliseconds(50), onTimeout: { task in
+            calls.append(task.currentOutcome?.kind)
+            fired.signal()
+        }) { _ in }
+        await fired.wait()
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(50))
+        #expect(elapsed < .seconds(5))
+        #expect(await unit.outcome.kind == .timedOut)
+        unit.finish()
+        unit.cancel()
+        await queue.waitUntilIdle()
+        #expect(calls.all == [.timedOut])
+        #expect(unit.isFinished)
+        #expect(unit.isCancelled)
+    }
+
+    @Test func timeoutCancelsTheWrappingTask() async {
+        let (queue, _) = makeQueue()
+        let sawCancellation = Signal()
+        let handle = queue.addOperation(timeout: .milliseconds(20)) {
+            await suspendUntilCancelled()
+            if Task.isCancelled { sawCancellation.signal() }
+        }
+        await sawCancellation.wait()
+        await #expect(throws: AsyncTaskError.timedOut) { try await handle.value }
+    }
+
+    @Test func aUnitThatFinishesInTimeDoesNotTimeOut() async {
+        let (queue, _) = makeQueue()
+        let fired = Recorder<Int>()
+        let unit = queue.add(timeout: .milliseconds(30), onTimeout: { _ in fired.append(1) }) { $0.finish() }
+        #expect(await unit.outcome.kind == .finished)
+        // A later unit with a longer deadline proves the sleeper passed the first deadline.
+        let later = queue.add(timeout: .milliseconds(60)) { _ in }
+        #expect(await later.outcome.kind == .timedOut)
+        #expect(fired.count == 0)
+    }
+
+    @Test func timeoutCountsFromTheStartOfExecution() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        let release = Signal()
+        let blocker = queue.addOperation(timeout: nil) { await release.wait() }
+        let waiting = queue.add(timeout: .milliseconds(30)) { $0.finish() }
+        // Waiting longer than the timeout before starting does not time it out.
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .milliseconds(60) { await Task.yield() }
+        #expect(waiting.currentOutcome == nil)
+        release.signal()
+        _ = await blocker.outcome
+        #expect(await waiting.outcome.kind == .finished)
+    }
+
+    @Test func anEarlierDeadlineRearmsTheSleeper() async {
+        let (queue, _) = makeQueue()
+        let long = queue.add(timeout: .seconds(30)) { _ in }
+        await waitUntil { long.isExecuting }
+        let start = ContinuousClock.now
+        let short = queue.add(timeout: .milliseconds(20)) { _ in }
+        #expect(await short.outcome.kind == .timedOut)
+        #expect(ContinuousClock.now - start < .seconds(10))
+        long.cancel()
+    }
+
+    @Test func zeroOrNegativeTimeoutExpiresAtStartWithoutRunningTheWork() async {
+        let (queue, _) = makeQueue()
+        let ran = Recorder<Int>()
+        let zero = queue.add(timeout: .zero) { task in
+            ran.append(1)
+            task.finish()
+        }
+        let negative = queue.add(timeout: .seconds(-1)) { task in
+            ran.append(2)
+            task.finish()
+        }
+        #expect(await zero.outcome.kind == .timedOut)
+        #expect(await negative.outcome.kind == .timedOut)
+        #expect(ran.count == 0)
+    }
+
+    @Test func noTimeoutMeansNever() async {
+        let (queue, _) = makeQueue()
+        let unit = queue.add(timeout: nil) { _ in }
+        await waitUntil { unit.isExecuting }
+        #expect(queue.core.state.withLock { $0.deadlines.isEmpty })
+        unit.finish()
+        #expect(await unit.outcome.kind == .finished)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    @MainActor
+    func timeoutFiresWhileTheMainThreadIsBlocked() {
+        let (queue, _) = makeQueue()
+        let fired = DispatchSemaphore(value: 0)
+        queue.add(timeout: .milliseconds(20), onTimeout: { _ in fired.signal() }) { _ in }
+        // Blocks the main thread: no run loop, no main queue.
+        #expect(fired.wait(timeout: .now() + 10) == .success)
+    }
+}
