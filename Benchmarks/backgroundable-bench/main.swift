@@ -1,1 +1,102 @@
-print("todo")
+import Foundation
+
+// backgroundable-bench: what a unit costs on BackgroundQueue, side by side with
+// DispatchQueue, OperationQueue and bare Task, in one run. Timed with DispatchTime.
+//
+//   swift run -c release backgroundable-bench [--quick] [--json] [--units N]
+//                                            [--repetitions N] [--filter SUBSTRING]
+
+struct Options {
+    var quick = false
+    var json = false
+    var units: Int?
+    var repetitions: Int?
+    var filter: String?
+
+    static func parse(_ arguments: [String]) -> Options {
+        var options = Options()
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--quick": options.quick = true
+            case "--json": options.json = true
+            case "--units": options.units = iterator.next().flatMap(Int.init)
+            case "--repetitions": options.repetitions = iterator.next().flatMap(Int.init)
+            case "--filter": options.filter = iterator.next()
+            case "--help", "-h":
+                print("usage: backgroundable-bench [--quick] [--json] [--units N] [--repetitions N] [--filter SUBSTRING]")
+                exit(0)
+            default:
+                FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
+                exit(2)
+            }
+        }
+        return options
+    }
+}
+
+let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+let units = max(1, options.units ?? (options.quick ? 20_000 : 100_000))
+let repetitions = max(1, options.repetitions ?? (options.quick ? 3 : 9))
+let memoryUnits = options.quick ? 100_000 : 1_000_000
+let scenarios = allScenarios(memoryUnits: memoryUnits).filter { scenario in
+    options.filter.map { scenario.id.contains($0) } ?? true
+}
+
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+}
+
+var results: [Measurement] = []
+for (index, scenario) in scenarios.enumerated() {
+    let isMemory = scenario.unit == "bytes/unit"
+    let count = isMemory ? 1 : repetitions
+    progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): warm-up")
+    if !isMemory { _ = onDedicatedThread { scenario.run(units) } }
+    var samples: [Double] = []
+    for repetition in 0..<count {
+        progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): \(repetition + 1)/\(count)")
+        samples.append(onDedicatedThread { scenario.run(units) })
+    }
+    results.append(Measurement(id: scenario.id, unit: scenario.unit, samples: samples))
+}
+progress("")
+
+let byID = Dictionary(uniqueKeysWithValues: results.map { ($0.id, $0) })
+
+if options.json {
+    var entries: [String] = []
+    for result in results {
+        entries.append(
+            "\"\(result.id)\": {\"unit\": \"\(result.unit)\", \"median\": \(result.median), \"min\": \(result.min), \"max\": \(result.max)}")
+    }
+    print("{\"scenarios\": {\(entries.joined(separator: ", "))}}")
+} else {
+    func format(_ value: Double) -> String { String(format: "%.1f", value) }
+    func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+    func padLeft(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+    print("backgroundable-bench: \(units) units x \(repetitions) repetitions (memory: \(memoryUnits) pending units)")
+    print("")
+    let header = pad("scenario", 48) + padLeft("median", 10) + padLeft("min", 10) + padLeft("max", 10) + "  " + pad("unit", 11) + "ratio (target) vs"
+    print(header)
+    print(String(repeating: "-", count: header.count + 30))
+    for result in results {
+        var ratio = ""
+        if let scenario = scenarios.first(where: { $0.id == result.id }), let baseline = scenario.baseline,
+            let base = byID[baseline.id], base.median > 0
+        {
+            let value = result.median / base.median
+            let verdict = value <= baseline.target ? "ok" : "MISS"
+            ratio = String(format: "%.2f (<= %.2f %@) vs %@", value, baseline.target, verdict, baseline.id)
+        } else if result.unit == "bytes/unit" {
+            ratio = result.median <= 256 ? "(<= 256 ok)" : "(<= 256 MISS)"
+        }
+        print(
+            pad(result.id, 48) + padLeft(format(result.median), 10) + padLeft(format(result.min), 10)
+                + padLeft(format(result.max), 10) + "  " + pad(result.unit, 11) + ratio)
+    }
+}

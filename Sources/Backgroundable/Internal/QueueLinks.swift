@@ -15,7 +15,7 @@ struct QueueLinks {
     }
 
     var location = Location.none
-    /// Neighbours in the ready list or the executing list.
+    /// Neighbours in a ready list or an executing list.
     var next: AsyncTask?
     unowned(unsafe) var previous: AsyncTask?
     /// Neighbours in a sequential group: `successor` starts after this unit ended.
@@ -23,9 +23,11 @@ struct QueueLinks {
     /// as long as the predecessor holds this unit.
     var successor: AsyncTask?
     unowned(unsafe) var predecessor: AsyncTask?
-    /// Position in the deadline heap, `-1` when not in it.
-    var heapIndex: Int32 = -1
-    var deadline = ContinuousClock.Instant.now
+    /// When an executing unit with a timeout times out.
+    var deadline = QueueLinks.unsetDeadline
+
+    /// A placeholder read once per process, so creating a unit never reads the clock.
+    static let unsetDeadline = ContinuousClock.now
 }
 
 /// An intrusive FIFO list of units threaded through ``QueueLinks/next`` and

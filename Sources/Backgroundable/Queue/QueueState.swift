@@ -44,9 +44,8 @@ struct QueueState {
     var limit: Int
     var suspensions = 0
     var ready = ReadyLists()
-    var executing = UnitList()
+    var executing = ExecutingLists()
     var names = NameIndex()
-    var deadlines = DeadlineHeap()
     var enqueuedCount = 0
     var executingCount = 0
     var isDrainScheduled = false
@@ -197,6 +196,12 @@ struct QueueState {
 
     // MARK: Ending and forgetting
 
+    /// Forgets a unit found ended while the queue was about to act on it; its own
+    /// cleanup call, still on its way, will then find it detached.
+    private mutating func detachEnded(_ unit: AsyncTask, _ effects: inout Effects) {
+        detach(unit, unit.state.withLock { $0.outcome } ?? .cancelled, &effects)
+    }
+
     /// Ends a live unit from the queue's side and forgets it.
     mutating func end(_ unit: AsyncTask, _ outcome: AsyncTask.Outcome, _ effects: inout Effects) {
         if let ending = unit.state.withLock({ $0.end(outcome, ownerKnows: true) }) {
@@ -227,7 +232,6 @@ struct QueueState {
             enqueuedCount -= 1
         case .executing:
             executing.remove(unit)
-            deadlines.remove(unit)
             executingCount -= 1
         }
         unit.links.location = .none
@@ -288,12 +292,16 @@ struct QueueState {
         while taken < max, suspensions == 0, executingCount < limit, let unit = ready.first {
             taken += 1
             guard let work = unit.state.withLock({ $0.start() }) else {
-                // It ended while waiting; its own cleanup will find it detached.
-                detach(unit, unit.state.withLock { $0.outcome } ?? .cancelled, &effects)
+                detachEnded(unit, &effects)
                 continue
             }
             ready.remove(unit)
             enqueuedCount -= 1
+            if let timeout = unit.timeout {
+                let start = now ?? .now
+                now = start
+                unit.links.deadline = start + timeout
+            }
             unit.links.location = .executing
             executing.append(unit)
             executingCount += 1
@@ -302,11 +310,7 @@ struct QueueState {
                     end(unit, .timedOut, &effects)
                     continue
                 }
-                let start = now ?? .now
-                now = start
-                unit.links.deadline = start + timeout
-                deadlines.insert(unit)
-                armSleeper(core: core)
+                armSleeper(for: unit.links.deadline, core: core)
             }
             emit(.started(unit), &effects)
             effects.launches.append((unit, work))
@@ -316,10 +320,9 @@ struct QueueState {
 
     // MARK: Timeouts
 
-    /// Makes sure a sleeper wakes up by the earliest deadline. One sleeper per queue,
-    /// replaced only when a new deadline is earlier than the one it sleeps for.
-    private mutating func armSleeper(core: QueueCore) {
-        guard let deadline = deadlines.earliest?.links.deadline else { return }
+    /// Makes sure a sleeper wakes up by `deadline`. One sleeper per queue, replaced
+    /// only when a new deadline is earlier than the one it sleeps for.
+    private mutating func armSleeper(for deadline: ContinuousClock.Instant, core: QueueCore) {
         if let sleeper, sleeper.deadline <= deadline { return }
         sleeper?.task.cancel()
         sleeperIDs += 1
@@ -340,12 +343,16 @@ struct QueueState {
         _ effects: inout Effects
     ) -> ContinuousClock.Instant? {
         guard sleeper?.id == id else { return nil }  // superseded by an earlier deadline
-        while let unit = deadlines.earliest, unit.links.deadline <= now {
-            deadlines.remove(unit)
-            end(unit, .timedOut, &effects)
+        for unit in executing.expired(at: now) {
+            if let ending = unit.state.withLock({ $0.end(.timedOut, ownerKnows: true) }) {
+                effects.endings.append((unit, ending))
+                detach(unit, .timedOut, &effects)
+            } else {
+                detachEnded(unit, &effects)
+            }
         }
         startReadyUnits(inlineLimit: 0, core: core, &effects)
-        guard let next = deadlines.earliest?.links.deadline else {
+        guard let next = executing.earliestDeadline else {
             sleeper = nil
             return nil
         }

@@ -1,0 +1,229 @@
+import Backgroundable
+import Dispatch
+import Foundation
+
+/// A scenario: `run(units)` does the work once and returns the value to record for that
+/// repetition (nanoseconds per unit, or bytes per unit).
+struct Scenario {
+    let id: String
+    let unit: String
+    /// The scenario this one is compared with, and the target ratio of medians.
+    let baseline: (id: String, target: Double)?
+    let run: @Sendable (_ units: Int) -> Double
+}
+
+private func perUnit(_ start: UInt64, _ end: UInt64, _ units: Int) -> Double {
+    Double(end - start) / Double(units)
+}
+
+private func drain(_ queue: BackgroundQueue) {
+    blockingWait { await queue.waitUntilIdle() }
+}
+
+/// Every scenario the harness knows, in the order they run.
+func allScenarios(memoryUnits: Int) -> [Scenario] {
+    [
+        // MARK: Enqueue: the caller's cost of handing over one no-op unit.
+        Scenario(id: "enqueue.BackgroundQueue.sync", unit: "ns/unit", baseline: ("enqueue.DispatchQueue.async", 0.5)) { units in
+            let queue = BackgroundQueue(name: "bench")
+            let start = now()
+            for _ in 0..<units {
+                queue.add(timeout: nil) { $0.finish() }
+            }
+            let end = now()
+            drain(queue)
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "enqueue.BackgroundQueue.async", unit: "ns/unit", baseline: ("enqueue.Task.detached", 0.5)) { units in
+            let queue = BackgroundQueue(name: "bench")
+            let result = Countdown(1)
+            nonisolated(unsafe) var elapsed = 0.0
+            Task.detached {
+                let start = now()
+                for _ in 0..<units {
+                    queue.add(timeout: nil) { $0.finish() }
+                }
+                elapsed = perUnit(start, now(), units)
+                result.arrive()
+            }
+            result.wait()
+            drain(queue)
+            return elapsed
+        },
+        Scenario(id: "enqueue.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("enqueue.OperationQueue.BlockOperation", 1.0)) { units in
+            let queue = BackgroundOperationQueue(name: "bench")
+            let start = now()
+            for _ in 0..<units {
+                queue.addOperation(AsyncOperation(timeout: .infinity) { $0.finish() })
+            }
+            let end = now()
+            queue.waitUntilAllOperationsAreFinished()
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "enqueue.OperationQueue.BlockOperation", unit: "ns/unit", baseline: nil) { units in
+            let queue = OperationQueue()
+            let start = now()
+            for _ in 0..<units {
+                queue.addOperation(BlockOperation {})
+            }
+            let end = now()
+            queue.waitUntilAllOperationsAreFinished()
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "enqueue.DispatchQueue.async", unit: "ns/unit", baseline: nil) { units in
+            let queue = DispatchQueue(label: "bench", attributes: .concurrent)
+            let group = DispatchGroup()
+            let start = now()
+            for _ in 0..<units {
+                queue.async(group: group) {}
+            }
+            let end = now()
+            group.wait()
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "enqueue.Task.detached", unit: "ns/unit", baseline: nil) { units in
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                Task.detached { done.arrive() }
+            }
+            let end = now()
+            done.wait()
+            return perUnit(start, end, units)
+        },
+
+        // MARK: End to end: first enqueue until the last unit's outcome.
+        Scenario(id: "e2e.BackgroundQueue.unbounded", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.3)) { units in
+            let queue = BackgroundQueue(name: "bench")
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                queue.add(timeout: nil) { task in
+                    task.finish()
+                    done.arrive()
+                }
+            }
+            done.wait()
+            let end = now()
+            drain(queue)
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "e2e.BackgroundQueue.unbounded.timeout", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.1)) { units in
+            let queue = BackgroundQueue(name: "bench")
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                queue.add { task in  // the default 10 s timeout
+                    task.finish()
+                    done.arrive()
+                }
+            }
+            done.wait()
+            let end = now()
+            drain(queue)
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.3)) { units in
+            let queue = BackgroundQueue(name: "bench", maxConcurrentTasks: 1)
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                queue.add(timeout: nil) { task in
+                    task.finish()
+                    done.arrive()
+                }
+            }
+            done.wait()
+            let end = now()
+            drain(queue)
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("e2e.OperationQueue.BlockOperation", 1.2)) { units in
+            let queue = BackgroundOperationQueue(name: "bench")
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                queue.addOperation(AsyncOperation(timeout: .infinity) { operation in
+                    operation.finish()
+                    done.arrive()
+                })
+            }
+            done.wait()
+            let end = now()
+            queue.waitUntilAllOperationsAreFinished()
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "e2e.OperationQueue.BlockOperation", unit: "ns/unit", baseline: nil) { units in
+            let queue = OperationQueue()
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                queue.addOperation(BlockOperation { done.arrive() })
+            }
+            done.wait()
+            let end = now()
+            queue.waitUntilAllOperationsAreFinished()
+            return perUnit(start, end, units)
+        },
+        Scenario(id: "e2e.DispatchQueue.async", unit: "ns/unit", baseline: nil) { units in
+            let queue = DispatchQueue(label: "bench", attributes: .concurrent)
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                queue.async { done.arrive() }
+            }
+            done.wait()
+            return perUnit(start, now(), units)
+        },
+        Scenario(id: "e2e.Task.detached", unit: "ns/unit", baseline: nil) { units in
+            let done = Countdown(units)
+            let start = now()
+            for _ in 0..<units {
+                Task.detached { done.arrive() }
+            }
+            done.wait()
+            return perUnit(start, now(), units)
+        },
+
+        // MARK: Deduplication scaling: enqueue cost per named unit, suspended queue.
+        Scenario(id: "dedup.BackgroundQueue.names0", unit: "ns/unit", baseline: nil) { units in
+            namedEnqueue(units: units, liveNames: 0)
+        },
+        Scenario(id: "dedup.BackgroundQueue.names100k", unit: "ns/unit", baseline: ("dedup.BackgroundQueue.names0", 1.2)) { units in
+            namedEnqueue(units: units, liveNames: 100_000)
+        },
+
+        // MARK: Memory per pending unit.
+        Scenario(id: "memory.BackgroundQueue.pendingUnit", unit: "bytes/unit", baseline: nil) { _ in
+            let queue = BackgroundQueue(name: "bench")
+            queue.suspend()
+            let before = residentBytes()
+            for _ in 0..<memoryUnits {
+                queue.add { $0.finish() }
+            }
+            let after = residentBytes()
+            queue.cancelAll()
+            queue.resume()
+            drain(queue)
+            return Double(after - before) / Double(memoryUnits)
+        },
+    ]
+}
+
+private func namedEnqueue(units: Int, liveNames: Int) -> Double {
+    let queue = BackgroundQueue(name: "bench")
+    queue.suspend()
+    for index in 0..<liveNames {
+        queue.add(name: "live-\(index)", timeout: nil, uniquenessPolicy: .drop) { $0.finish() }
+    }
+    let names = (0..<units).map { "new-\($0)" }
+    let start = now()
+    for name in names {
+        queue.add(name: name, timeout: nil, uniquenessPolicy: .drop) { $0.finish() }
+    }
+    let end = now()
+    queue.cancelAll()
+    queue.resume()
+    drain(queue)
+    return perUnit(start, end, units)
+}
