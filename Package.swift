@@ -56,6 +56,7 @@ let package = Package(
             dependencies: ["Backgroundable"],
             path: "Benchmarks/backgroundable-bench"
         ),
+        .executableTarget(name: "graceful-shutdown-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/graceful-shutdown-fixture"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Chooses the platform's default ``BackgroundTaskProvider``, in one place.
 ///
 /// - iOS, iPadOS, tvOS, visionOS and Mac Catalyst (UIKit):
@@ -7,17 +9,36 @@
 /// - macOS, Linux and every other platform, which suspend no process for being in
 ///   the background: ``NoopBackgroundTaskProvider/shared``.
 ///
-/// ``withProvider(_:operation:)`` replaces the default for the
-/// current task and the tasks it creates, for tests.
+/// Two overrides, in order of precedence:
+/// 1. ``withProvider(_:operation:)`` replaces the default for the current task and the
+///    tasks it creates, for tests;
+/// 2. ``processDefault`` replaces it for the whole process — what
+///    ``GracefulShutdown/install(gracePeriod:exitStatus:)`` sets on servers and
+///    command-line tools.
 public enum DefaultBackgroundTaskProvider {
     /// A replacement for the platform default, bound by ``withProvider(_:operation:)``.
     @TaskLocal private static var replacement: (any BackgroundTaskProvider)?
 
+    /// The process-wide replacement, behind a lock so any thread may read or set it.
+    private static let processReplacement = Lock<(any BackgroundTaskProvider)?>(nil)
+
     /// The provider new queues and assertions use when none is given: the
     /// replacement bound by ``withProvider(_:operation:)`` in the current
-    /// task, if any, otherwise the platform's default. Callable from any thread.
+    /// task, if any, then ``processDefault``, otherwise the platform's default.
+    /// Callable from any thread.
     public static func make() -> any BackgroundTaskProvider {
-        replacement ?? platformDefault
+        replacement ?? processDefault ?? platformDefault
+    }
+
+    /// A process-wide replacement for the platform default; `nil` (the initial value)
+    /// restores it. Thread-safe.
+    ///
+    /// Queues and assertions read the default when they are created, so set this early,
+    /// before the first queue (``BackgroundQueue/shared`` included) exists: a queue keeps
+    /// the provider it was created with.
+    public static var processDefault: (any BackgroundTaskProvider)? {
+        get { processReplacement.withLock { $0 } }
+        set { processReplacement.withLock { $0 = newValue } }
     }
 
     /// Runs `operation` with ``make()`` returning `provider` — in `operation`, in
