@@ -110,7 +110,7 @@ final class QueueCore: Sendable {
     func forget(_ unit: AsyncTask, outcome: AsyncTask.Outcome) {
         transition { state, effects in
             state.detach(unit, outcome, &effects)
-            state.startReadyUnits(inlineLimit: 4, core: self, &effects)
+            state.startReadyUnits(inlineLimit: 2, core: self, &effects)
         }
     }
 

@@ -287,10 +287,10 @@ struct QueueState {
 
     // MARK: Starting
 
-    /// Starts ready units inline (at most `inlineLimit`), and schedules the drainer
-    /// for the rest.
+    /// Starts up to `inlineLimit` ready units on the caller's thread — even while a
+    /// drainer runs, so that threads ending units help create the next units' tasks —
+    /// and makes sure a drainer is scheduled for the rest.
     mutating func startReadyUnits(inlineLimit: Int, core: QueueCore, _ effects: inout Effects) {
-        guard !core.isDrainerScheduled else { return }
         if inlineLimit > 0 {
             _ = popStartable(max: inlineLimit, core: core, &effects)
         }
