@@ -220,3 +220,16 @@ func waitUntil(_ condition: () -> Bool) async {
         await Task.yield()
     }
 }
+
+@Suite("Direct executor of the Operation bridge")
+struct DirectExecutorTests {
+    @Test func countsBalanceAndTheDirectCoreGoesIdle() async {
+        let units = (0..<20).map { _ in AsyncTask { $0.finish() } }
+        for unit in units { QueueCore.direct.startNow(unit) }
+        for unit in units { _ = await unit.outcome }
+        await QueueCore.direct.waitUntilIdle()
+        let (enqueued, executing) = QueueCore.direct.transition { state, _ in (state.enqueuedCount, state.executingCount) }
+        #expect(enqueued == 0)
+        #expect(executing == 0)
+    }
+}
