@@ -30,6 +30,18 @@ func residentBytes() -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// Gives freed heap memory back to the system, so an RSS delta measures new memory.
+func trimHeap() {
+    #if os(Linux)
+    _ = mallocTrim(0)
+    #endif
+}
+
+#if os(Linux)
+@_silgen_name("malloc_trim")
+private func mallocTrim(_ pad: Int) -> Int32
+#endif
+
 /// Waits (blocking this thread, never a cooperative one) until `count` calls to
 /// `arrive()` happened.
 final class Countdown: @unchecked Sendable {

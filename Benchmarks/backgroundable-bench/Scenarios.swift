@@ -23,6 +23,22 @@ private func drain(_ queue: BackgroundQueue) {
 /// Every scenario the harness knows, in the order they run.
 func allScenarios(memoryUnits: Int) -> [Scenario] {
     [
+        // MARK: Memory per pending unit (first, while the heap is fresh).
+        Scenario(id: "memory.BackgroundQueue.pendingUnit", unit: "bytes/unit", baseline: nil) { _ in
+            let queue = BackgroundQueue(name: "bench")
+            queue.suspend()
+            trimHeap()
+            let before = residentBytes()
+            for _ in 0..<memoryUnits {
+                queue.add { $0.finish() }
+            }
+            let after = residentBytes()
+            queue.cancelAll()
+            queue.resume()
+            drain(queue)
+            return Double(after - before) / Double(memoryUnits)
+        },
+
         // MARK: Enqueue: the caller's cost of handing over one no-op unit.
         Scenario(id: "enqueue.BackgroundQueue.sync", unit: "ns/unit", baseline: ("enqueue.DispatchQueue.async", 0.5)) { units in
             let queue = BackgroundQueue(name: "bench")
@@ -193,20 +209,6 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             namedEnqueue(units: units, liveNames: 100_000)
         },
 
-        // MARK: Memory per pending unit.
-        Scenario(id: "memory.BackgroundQueue.pendingUnit", unit: "bytes/unit", baseline: nil) { _ in
-            let queue = BackgroundQueue(name: "bench")
-            queue.suspend()
-            let before = residentBytes()
-            for _ in 0..<memoryUnits {
-                queue.add { $0.finish() }
-            }
-            let after = residentBytes()
-            queue.cancelAll()
-            queue.resume()
-            drain(queue)
-            return Double(after - before) / Double(memoryUnits)
-        },
     ]
 }
 

@@ -209,17 +209,17 @@ public actor BackgroundQueue {
     /// Units added and not started yet (waiting for a slot, the queue's resumption, or
     /// their predecessor in a sequential group).
     public nonisolated var enqueuedCount: Int {
-        core.state.withLock { $0.enqueuedCount }
+        core.transition { state, _ in state.enqueuedCount }
     }
 
     /// Units executing now.
     public nonisolated var executingCount: Int {
-        core.state.withLock { $0.executingCount }
+        core.transition { state, _ in state.executingCount }
     }
 
     /// `true` while the queue has live units (its busy period).
     public nonisolated var isBusy: Bool {
-        core.state.withLock { $0.isBusy }
+        core.transition { state, _ in state.isBusy }
     }
 
     /// Waits until the queue is idle: no live unit, and the idle notification (delegate,

@@ -34,6 +34,7 @@ extension QueueCore {
             guard unit.state.withLock({ $0.enqueue(in: self) }) else { return }
             admitted = true
             unit.links.location = .arriving
+            state.enqueuedCount += 1
             state.link(unit, behind: nil, &effects)
             // Unbounded and never suspended: this starts every ready unit, `unit` included.
             _ = state.popStartable(max: .max, core: self, &effects)

@@ -12,6 +12,10 @@ final class QueueCore: Sendable {
     let provider: any BackgroundTaskProvider
     let expirationPolicy: BackgroundQueue.ExpirationPolicy
     let state: Lock<QueueState>
+    /// Unnamed units added without taking `state`'s lock; absorbed by every transition.
+    let inbox = Inbox()
+    /// `true` from the moment a drainer task is requested until it stops.
+    private let drainerScheduled = Atomic<Bool>(false)
     /// The actor, for delegate callbacks. Written once, before the core is shared.
     nonisolated(unsafe) weak var queue: BackgroundQueue?
 
@@ -27,12 +31,25 @@ final class QueueCore: Sendable {
         self.state = Lock(QueueState(limit: limit))
     }
 
-    /// Runs a transition under the lock, then performs its effects.
+    /// Runs a transition under the lock — after absorbing the inbox, so it sees every
+    /// unit added before it — then performs its effects.
     @inline(__always)
-    func transition(_ body: (inout QueueState, inout Effects) -> Void) {
+    @discardableResult
+    func transition<Result>(_ body: (inout QueueState, inout Effects) -> Result) -> Result {
         var effects = Effects()
-        state.withLock { body(&$0, &effects) }
+        let result = state.withLock { state in
+            state.absorb(inbox, core: self, &effects)
+            return body(&state, &effects)
+        }
         perform(effects)
+        return result
+    }
+
+    var isDrainerScheduled: Bool { drainerScheduled.load(ordering: .acquiring) }
+
+    /// Claims the drainer role. `true` when the caller must spawn the drainer task.
+    func scheduleDrainer() -> Bool {
+        !drainerScheduled.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     private func perform(_ effects: Effects) {
@@ -43,7 +60,7 @@ final class QueueCore: Sendable {
             unit.launch(work)
         }
         if effects.spawnDrainer {
-            Task.detached { self.drain() }
+            spawnDrainer()
         }
         if effects.deliver {
             deliverOutbox()
@@ -69,8 +86,17 @@ final class QueueCore: Sendable {
         }
     }
 
-    /// The hot path of ``add(_:sequential:)`` for one unit: no intermediate array.
+    /// The hot path of ``add(_:sequential:)`` for one unit. An unnamed unit has no
+    /// policy to apply, so it only moves to `enqueued` and is pushed to the inbox: no
+    /// queue lock. A named one is checked and linked under the lock.
     func add(_ unit: AsyncTask) {
+        if unit.name == nil {
+            guard unit.state.withLock({ $0.enqueue(in: self) }) else { return }
+            if inbox.push(unit), scheduleDrainer() {
+                spawnDrainer()
+            }
+            return
+        }
         transition { state, effects in
             if state.admit(unit, into: self, &effects) {
                 state.link(unit, behind: nil, &effects)
@@ -84,19 +110,28 @@ final class QueueCore: Sendable {
     func forget(_ unit: AsyncTask, outcome: AsyncTask.Outcome) {
         transition { state, effects in
             state.detach(unit, outcome, &effects)
-            state.startReadyUnits(inlineLimit: 4, core: self, &effects)
+            state.startReadyUnits(inlineLimit: 2, core: self, &effects)
         }
     }
 
-    /// Starts ready units in batches until none can start.
+    private func spawnDrainer() {
+        Task.detached { self.drain() }
+    }
+
+    /// Absorbs the inbox and starts ready units in batches until nothing is left to
+    /// do, then gives up the drainer role. The role is given up under the lock, so a
+    /// transition that ends a unit either sees the drainer still scheduled (and the
+    /// drainer's next pass starts the freed slot's unit) or starts it itself. A push
+    /// that raced with the end found the role taken and relied on us: take it back.
     private func drain() {
         while true {
-            var progressed = false
-            transition { state, effects in
-                progressed = state.popStartable(max: 64, core: self, &effects) > 0
-                if !progressed { state.isDrainScheduled = false }
+            let progressed = transition { state, effects in
+                let taken = state.popStartable(max: 64, core: self, &effects)
+                if taken == 0 { drainerScheduled.store(false, ordering: .releasing) }
+                return taken > 0
             }
-            if !progressed { return }
+            if progressed { continue }
+            if inbox.isEmpty || !scheduleDrainer() { return }
         }
     }
 
@@ -145,7 +180,7 @@ final class QueueCore: Sendable {
         // Resumed exactly once: here, or by the single `.idle` delivery whose period
         // covers it (`idleDelivered` removes it from the list).
         await withUnsafeContinuation { continuation in
-            if state.withLock({ $0.waitUntilIdle(continuation) }) {
+            if transition({ state, _ in state.waitUntilIdle(continuation) }) {
                 continuation.resume()
             }
         }
@@ -163,8 +198,11 @@ final class QueueCore: Sendable {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        // Strong on purpose: a weak reference would give the core a side table and slow
+        // every retain of it on the hot path. The cycle core → listener → core ends when
+        // the stream terminates (its consumer is gone, or the queue closed).
+        continuation.onTermination = { _ in
+            _ = self.state.withLock { $0.listeners.removeValue(forKey: id) }
         }
         return stream
     }
@@ -208,8 +246,10 @@ final class QueueCore: Sendable {
     // MARK: Background time
 
     private func beginBackgroundTime() {
-        let assertion = BackgroundTimeAssertion.begin(named: label, provider: provider) { [weak self] in
-            self?.backgroundTimeExpired()
+        // Strong on purpose (see `makeEventStream`): the cycle through the stored
+        // assertion ends when the busy period does.
+        let assertion = BackgroundTimeAssertion.begin(named: label, provider: provider) {
+            self.backgroundTimeExpired()
         }
         state.withLock { $0.assertion = assertion }
     }

@@ -48,7 +48,6 @@ struct QueueState {
     var names = NameIndex()
     var enqueuedCount = 0
     var executingCount = 0
-    var isDrainScheduled = false
     var isClosed = false
 
     var sleeper: Sleeper?
@@ -141,47 +140,64 @@ struct QueueState {
         }
         guard unit.state.withLock({ $0.enqueue(in: core) }) else { return false }
         if let name = unit.name {
-            switch unit.uniquenessPolicy {
-            case .ignore:
-                break
-            case .drop:
-                if !liveUnits(named: name, &effects).isEmpty {
-                    let ending = unit.state.withLock { $0.end(.dropped, ownerKnows: true) }!
-                    effects.endings.append((unit, ending))
-                    emit(.ended(unit, .dropped), &effects)
-                    return false
-                }
-            case .replace:
-                for live in liveUnits(named: name, &effects) {
-                    end(live, .replaced, &effects)
+            // One lookup decides and registers. Units that ended but whose cleanup has
+            // not run yet are not live: they never cause a drop, and are not replaced.
+            let displaced: [AsyncTask]? = names.withEntry(name) { entry in
+                switch unit.uniquenessPolicy {
+                case .ignore:
+                    entry.append(unit)
+                    return []
+                case .drop:
+                    if entry.units.contains(where: { $0.state.withLock { $0.outcome == nil } }) { return nil }
+                    entry.append(unit)
+                    return []
+                case .replace:
+                    let live = entry.units
+                    entry = .one(unit)
+                    return live
                 }
             }
-            names.insert(unit, name: name)
+            guard let displaced else {
+                let ending = unit.state.withLock { $0.end(.dropped, ownerKnows: true) }!
+                effects.endings.append((unit, ending))
+                emit(.ended(unit, .dropped), &effects)
+                return false
+            }
+            for live in displaced {
+                // Already removed from the index above; `detach` finds nothing there.
+                if let ending = live.state.withLock({ $0.end(.replaced, ownerKnows: true) }) {
+                    effects.endings.append((live, ending))
+                    detach(live, .replaced, &effects)
+                } else {
+                    detachEnded(live, &effects)
+                }
+            }
         }
         unit.links.location = .arriving
+        enqueuedCount += 1  // counted from now, so a replacement never looks idle
         return true
     }
 
-    /// The units holding `name` that have not ended. Units that ended but whose
-    /// queue-side cleanup has not run yet are forgotten here, so they never count.
-    private mutating func liveUnits(named name: String, _ effects: inout Effects) -> [AsyncTask] {
-        guard names.contains(name) else { return [] }
-        var live: [AsyncTask] = []
-        for unit in names.units(named: name) {
-            if let outcome = unit.state.withLock({ $0.outcome }) {
-                detach(unit, outcome, &effects)
-            } else {
-                live.append(unit)
+    /// Admits the units pushed to the inbox (already `enqueued`, unnamed), oldest first.
+    mutating func absorb(_ inbox: borrowing Inbox, core: QueueCore, _ effects: inout Effects) {
+        for unit in inbox.takeAll() {
+            if isClosed {
+                if let ending = unit.state.withLock({ $0.end(.cancelled, ownerKnows: true) }) {
+                    effects.endings.append((unit, ending))
+                }
+                continue
             }
+            guard unit.state.withLock({ $0.outcome == nil }) else { continue }  // cancelled meanwhile
+            unit.links.location = .arriving
+            enqueuedCount += 1
+            link(unit, behind: nil, &effects)
         }
-        return live
     }
 
     /// Links an admitted unit: ready, or blocked behind `predecessor` when that unit
     /// of the same sequential group is still live.
     mutating func link(_ unit: AsyncTask, behind predecessor: AsyncTask?, _ effects: inout Effects) {
         guard unit.links.location == .arriving else { return }  // replaced by its own batch
-        enqueuedCount += 1
         if let predecessor, predecessor.links.location != .none {
             predecessor.links.successor = unit
             unit.links.predecessor = predecessor
@@ -218,7 +234,7 @@ struct QueueState {
         case .none:
             return
         case .arriving:
-            break
+            enqueuedCount -= 1
         case .ready:
             ready.remove(unit)
             enqueuedCount -= 1
@@ -271,15 +287,14 @@ struct QueueState {
 
     // MARK: Starting
 
-    /// Starts ready units inline (at most `inlineLimit`), and schedules the drainer
-    /// for the rest.
+    /// Starts up to `inlineLimit` ready units on the caller's thread — even while a
+    /// drainer runs, so that threads ending units help create the next units' tasks —
+    /// and makes sure a drainer is scheduled for the rest.
     mutating func startReadyUnits(inlineLimit: Int, core: QueueCore, _ effects: inout Effects) {
-        guard !isDrainScheduled else { return }
         if inlineLimit > 0 {
             _ = popStartable(max: inlineLimit, core: core, &effects)
         }
-        if canStart {
-            isDrainScheduled = true
+        if canStart, core.scheduleDrainer() {
             effects.spawnDrainer = true
         }
     }

@@ -57,7 +57,7 @@ public final class AsyncTask: Sendable {
     /// `nonisolated(unsafe)` is sound because a unit belongs to at most one queue
     /// (``UnitState/enqueue(in:)`` admits it once) and that queue touches these
     /// fields only while holding its own lock.
-    nonisolated(unsafe) var links = QueueLinks()
+    @exclusivity(unchecked) nonisolated(unsafe) var links = QueueLinks()
 
     init(
         name: String?,
