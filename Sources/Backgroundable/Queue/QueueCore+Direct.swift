@@ -19,17 +19,21 @@ extension QueueCore {
         label: "Backgroundable.direct",
         limit: .max,
         provider: NoopBackgroundTaskProvider(),
-        expirationPolicy: .keepRunning
+        expirationPolicy: .keepRunning,
+        reportsBusyPeriods: false
     )
 
-    /// Admits `unit` and moves it to executing in the same locked transition; its
-    /// wrapping `Task` is created right after the lock is released, on this thread.
+    /// Admits `unit` and moves it to executing in the same locked transition, then
+    /// runs it on this thread: a callback-style body is called right here (as 1.x ran
+    /// an `AsyncOperation`'s closure on its `OperationQueue`'s thread — no `Task` to
+    /// create, no thread hop); an async body gets its wrapping `Task`.
     ///
     /// No uniqueness policy is applied and no name is indexed. Returns `false` when
     /// the unit was already handed to a queue or has ended (then nothing happens).
     @discardableResult
     func startNow(_ unit: AsyncTask) -> Bool {
         var admitted = false
+        var work: AsyncTask.Work?
         transition { state, effects in
             guard unit.state.withLock({ $0.enqueue(in: self) }) else { return }
             admitted = true
@@ -38,7 +42,11 @@ extension QueueCore {
             state.link(unit, behind: nil, &effects)
             // Unbounded and never suspended: this starts every ready unit, `unit` included.
             _ = state.popStartable(max: .max, core: self, &effects)
+            if let index = effects.launches.firstIndex(where: { $0.0 === unit }) {
+                work = effects.launches.remove(at: index).1
+            }
         }
+        if let work { unit.runHere(work) }
         return admitted
     }
 }

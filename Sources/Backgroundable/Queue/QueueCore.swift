@@ -23,12 +23,13 @@ final class QueueCore: Sendable {
         label: String,
         limit: Int,
         provider: any BackgroundTaskProvider,
-        expirationPolicy: BackgroundQueue.ExpirationPolicy
+        expirationPolicy: BackgroundQueue.ExpirationPolicy,
+        reportsBusyPeriods: Bool = true
     ) {
         self.label = label
         self.provider = provider
         self.expirationPolicy = expirationPolicy
-        self.state = Lock(QueueState(limit: limit))
+        self.state = Lock(QueueState(limit: limit, reportsBusyPeriods: reportsBusyPeriods))
     }
 
     /// Runs a transition under the lock — after absorbing the inbox, so it sees every

@@ -66,8 +66,13 @@ struct QueueState {
     weak var delegate: (any BackgroundQueueDelegate)?
     var assertion: BackgroundTimeAssertion?
 
-    init(limit: Int) {
+    /// `false` for an executor with no observers of its own (the bridge's direct
+    /// core): no busy / idle deliveries, no background time.
+    let reportsBusyPeriods: Bool
+
+    init(limit: Int, reportsBusyPeriods: Bool = true) {
         self.limit = limit
+        self.reportsBusyPeriods = reportsBusyPeriods
     }
 
     var canStart: Bool {
@@ -92,7 +97,7 @@ struct QueueState {
     }
 
     private mutating func becomeBusyIfIdle(_ effects: inout Effects) {
-        guard !isBusy else { return }
+        guard !isBusy, reportsBusyPeriods else { return }
         isBusy = true
         busyPeriods += 1
         post(.busy, &effects)

@@ -205,6 +205,17 @@ public final class AsyncTask: Sendable {
         }
     }
 
+    /// Runs work that the owner has just moved to executing on the calling thread when
+    /// it is callback-style (the body is synchronous; it ends the unit with `finish()`),
+    /// or in its wrapping `Task` otherwise. For executors that already provide a thread.
+    func runHere(_ work: Work) {
+        if case .callback(let body) = work {
+            body(self)
+        } else {
+            launch(work)
+        }
+    }
+
     private func execute(_ work: Work) async {
         switch work {
         case .callback(let body):
