@@ -8,7 +8,8 @@ struct Scenario {
     let id: String
     let unit: String
     /// The scenario this one is compared with, and the target ratio of medians.
-    let baseline: (id: String, target: Double)?
+    /// (A `nil` target shows the ratio without judging it.)
+    let baseline: (id: String, target: Double?)?
     let run: @Sendable (_ units: Int) -> Double
 }
 
@@ -66,7 +67,7 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             drain(queue)
             return elapsed
         },
-        Scenario(id: "enqueue.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("enqueue.OperationQueue.BlockOperation", 1.0)) { units in
+        Scenario(id: "enqueue.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("enqueue.OperationQueue.BlockOperation", nil)) { units in
             let queue = BackgroundOperationQueue(name: "bench")
             let start = now()
             for _ in 0..<units {
@@ -110,49 +111,13 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
 
         // MARK: End to end: first enqueue until the last unit's outcome.
         Scenario(id: "e2e.BackgroundQueue.unbounded", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.3)) { units in
-            let queue = BackgroundQueue(name: "bench")
-            let done = Countdown(units)
-            let start = now()
-            for _ in 0..<units {
-                queue.add(timeout: nil) { task in
-                    task.finish()
-                    done.arrive()
-                }
-            }
-            done.wait()
-            let end = now()
-            drain(queue)
-            return perUnit(start, end, units)
+            backgroundQueueEndToEnd(units: units, limit: nil, timeout: nil)
         },
         Scenario(id: "e2e.BackgroundQueue.unbounded.timeout", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.1)) { units in
-            let queue = BackgroundQueue(name: "bench")
-            let done = Countdown(units)
-            let start = now()
-            for _ in 0..<units {
-                queue.add { task in  // the default 10 s timeout
-                    task.finish()
-                    done.arrive()
-                }
-            }
-            done.wait()
-            let end = now()
-            drain(queue)
-            return perUnit(start, end, units)
+            backgroundQueueEndToEnd(units: units, limit: nil, timeout: AsyncTask.defaultTimeout)
         },
-        Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.3)) { units in
-            let queue = BackgroundQueue(name: "bench", maxConcurrentTasks: 1)
-            let done = Countdown(units)
-            let start = now()
-            for _ in 0..<units {
-                queue.add(timeout: nil) { task in
-                    task.finish()
-                    done.arrive()
-                }
-            }
-            done.wait()
-            let end = now()
-            drain(queue)
-            return perUnit(start, end, units)
+        Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", nil)) { units in
+            backgroundQueueEndToEnd(units: units, limit: 1, timeout: nil)
         },
         Scenario(id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("e2e.OperationQueue.BlockOperation", 1.2)) { units in
             let queue = BackgroundOperationQueue(name: "bench")
@@ -210,6 +175,23 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
         },
 
     ]
+}
+
+/// First enqueue until the last unit's outcome, for no-op callback-style units.
+private func backgroundQueueEndToEnd(units: Int, limit: Int?, timeout: Duration?) -> Double {
+    let queue = BackgroundQueue(name: "bench", maxConcurrentTasks: limit)
+    let done = Countdown(units)
+    let start = now()
+    for _ in 0..<units {
+        queue.add(timeout: timeout) { task in
+            task.finish()
+            done.arrive()
+        }
+    }
+    done.wait()
+    let end = now()
+    drain(queue)
+    return perUnit(start, end, units)
 }
 
 private func namedEnqueue(units: Int, liveNames: Int) -> Double {

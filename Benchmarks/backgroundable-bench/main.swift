@@ -90,8 +90,12 @@ if options.json {
             let base = byID[baseline.id], base.median > 0
         {
             let value = result.median / base.median
-            let verdict = value <= baseline.target ? "ok" : "MISS"
-            ratio = String(format: "%.2f (<= %.2f %@) vs %@", value, baseline.target, verdict, baseline.id)
+            if let target = baseline.target {
+                let verdict = value <= target ? "ok" : "MISS"
+                ratio = String(format: "%.2f (<= %.2f %@) vs %@", value, target, verdict, baseline.id)
+            } else {
+                ratio = String(format: "%.2f (no target) vs %@", value, baseline.id)
+            }
         } else if result.unit == "bytes/unit" {
             ratio = result.median <= 256 ? "(<= 256 ok)" : "(<= 256 MISS)"
         }
