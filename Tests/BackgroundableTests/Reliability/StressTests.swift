@@ -16,7 +16,7 @@ import Testing
 /// checks the invariants listed in ``Round/check()``.
 ///
 /// - `BACKGROUNDABLE_STRESS_SEED`: replay one seed (printed in every failure).
-/// - `BACKGROUNDABLE_STRESS_OPERATIONS`: total driver operations (default 12,000: a
+/// - `BACKGROUNDABLE_STRESS_OPERATIONS`: total driver operations (default 30,000: a
 ///   few seconds in debug and under the thread sanitizer); rounds hold at most 600.
 @Suite("Stress")
 struct StressTests {
@@ -26,7 +26,7 @@ struct StressTests {
     func randomMixKeepsEveryInvariant() async throws {
         let environment = ProcessInfo.processInfo.environment
         let baseSeed = environment["BACKGROUNDABLE_STRESS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1..<UInt64.max)
-        let total = environment["BACKGROUNDABLE_STRESS_OPERATIONS"].flatMap { Int($0) } ?? 12_000
+        let total = environment["BACKGROUNDABLE_STRESS_OPERATIONS"].flatMap { Int($0) } ?? 30_000
         var remaining = total
         var round: UInt64 = 0
         let clock = ContinuousClock()
