@@ -43,19 +43,28 @@ let scenarios = allScenarios(memoryUnits: memoryUnits).filter { scenario in
     options.filter.map { scenario.id.contains($0) } ?? true
 }
 
+/// A progress line on standard error: rewritten in place on a terminal, one line per
+/// step otherwise (CI logs).
+let stderrIsTerminal = isatty(2) == 1
 func progress(_ text: String) {
-    FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+    if stderrIsTerminal {
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+    } else if !text.isEmpty {
+        FileHandle.standardError.write(Data("\(text)\n".utf8))
+    }
 }
 
 var results: [Measurement] = []
 for (index, scenario) in scenarios.enumerated() {
     let isMemory = scenario.unit == "bytes/unit"
     let count = isMemory ? 1 : repetitions
-    progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): warm-up")
+    if stderrIsTerminal { progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): warm-up") }
     if !isMemory { _ = onDedicatedThread { scenario.run(units) } }
     var samples: [Double] = []
     for repetition in 0..<count {
-        progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): \(repetition + 1)/\(count)")
+        if stderrIsTerminal || repetition == 0 {
+            progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): \(repetition + 1)/\(count)")
+        }
         samples.append(onDedicatedThread { scenario.run(units) })
     }
     results.append(Measurement(id: scenario.id, unit: scenario.unit, samples: samples))
