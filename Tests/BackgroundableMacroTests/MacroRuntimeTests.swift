@@ -13,7 +13,7 @@ struct MacroRuntimeTests {
     @BackgroundableProperty(name: "uploadAssertion")
     final class Uploader: Sendable {
         let expirations = Atomic<Int>(0)
-        let seenHeld = Lock<[Bool]>([])
+        let seenHeld = Mutex<[Bool]>([])
 
         @Backgroundable
         func plain() -> Int { 42 }
