@@ -129,9 +129,14 @@ public final class GracefulShutdownBackgroundTaskProvider: BackgroundTaskProvide
         }
     }
 
-    /// Registers `queue`, so that the report names its unfinished units. Held weakly.
+    /// Registers `queue`, so that the report names its unfinished units. Held weakly;
+    /// registering a queue twice changes nothing. Queues created with this provider
+    /// register themselves.
     public func monitor(_ queue: BackgroundQueue) {
-        state.withLock { $0.monitored.append(WeakQueue(queue: queue)) }
+        state.withLock { state in
+            guard !state.monitored.contains(where: { $0.queue === queue }) else { return }
+            state.monitored.append(WeakQueue(queue: queue))
+        }
     }
 
     /// What a SIGTERM or SIGINT does; see the type's documentation. Runs on the

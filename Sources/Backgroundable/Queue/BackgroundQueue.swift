@@ -47,6 +47,7 @@ public actor BackgroundQueue {
             expirationPolicy: expirationPolicy
         )
         core.queue = self
+        (backgroundTaskProvider as? GracefulShutdownBackgroundTaskProvider)?.monitor(self)
     }
 
     deinit {

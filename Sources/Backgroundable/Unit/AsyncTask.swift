@@ -162,9 +162,18 @@ public final class AsyncTask: Sendable {
     /// Suspends until the unit ends; returns at once if it already has. Cancelling the
     /// awaiting task cancels the unit (which then ends with ``Outcome/cancelled``
     /// unless it had already ended).
+    ///
+    /// Awaiting a unit from inside its own async body could never return — the unit
+    /// ends only when the body does — so it is recognised: the unit is cancelled and
+    /// the await returns ``Outcome/cancelled`` at once. (Tasks the body creates are
+    /// other tasks; they wait normally.)
     public var outcome: Outcome {
         get async {
-            await withTaskCancellationHandler {
+            if isAwaitedByItsOwnBody {
+                cancel()
+                return currentOutcome ?? .cancelled
+            }
+            return await withTaskCancellationHandler {
                 // Resumed exactly once: either right here, when the unit has already
                 // ended, or by the single `Ending` that takes it out of `waiters`.
                 await withUnsafeContinuation { continuation in
@@ -176,6 +185,11 @@ public final class AsyncTask: Sendable {
                 self.cancel()
             }
         }
+    }
+
+    private var isAwaitedByItsOwnBody: Bool {
+        guard let current = withUnsafeCurrentTask(body: { $0?.hashValue }) else { return false }
+        return state.withLock { $0.bodyTask == current && $0.outcome == nil }
     }
 
     /// Calls `callback` exactly once with the outcome: now if the unit has ended,
@@ -229,6 +243,8 @@ public final class AsyncTask: Sendable {
                 }
             }
         case .operation(let body):
+            let current = withUnsafeCurrentTask { $0?.hashValue }
+            state.withLock { $0.bodyTask = current }
             do {
                 end(.finished, value: try await body())
             } catch {

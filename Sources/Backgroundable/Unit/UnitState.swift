@@ -41,6 +41,9 @@ struct UnitState {
 
     var phase: Phase
     var waiters: [Waiter] = []
+    /// Identifies the task running an async body (its hash), so that the body awaiting
+    /// its own unit is recognised instead of waiting forever.
+    var bodyTask: Int?
 
     var outcome: AsyncTask.Outcome? {
         if case .ended(let outcome, _) = phase { outcome } else { nil }

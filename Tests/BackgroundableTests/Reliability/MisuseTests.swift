@@ -243,10 +243,9 @@ struct MisuseTests {
         #expect(await unit.outcome.kind == .finished)
     }
 
-    /// Proposed result (needs a core change, see the catalogue): awaiting a unit's own
-    /// `outcome` from inside its async body is detected at once; the unit is cancelled
-    /// (so its slot is freed and the deadlock is broken) and the await returns
-    /// `.cancelled`. Today the await lasts until the unit's timeout.
+    /// Awaiting a unit's own `outcome` from inside its async body is detected at once:
+    /// the unit is cancelled (so its slot is freed and the deadlock is broken) and the
+    /// await returns `.cancelled`.
     @Test func awaitingAUnitFromInsideItsOwnBodyReturnsAtOnce() async {
         let (queue, _) = makeQueue()
         let seen = Lock<AsyncTask.Outcome.Kind?>(nil)
@@ -263,9 +262,8 @@ struct MisuseTests {
         gate.signal()
         _ = await handle.task.outcome
         await queue.waitUntilIdle()
-        withKnownIssue("core change requested: detect self-await in AsyncTask.outcome") {
-            #expect(handle.task.currentOutcome?.kind == .cancelled)
-        }
+        #expect(handle.task.currentOutcome?.kind == .cancelled)
+        #expect(seen.withLock { $0 } == .cancelled)
         #expect(await bystander(on: queue).outcome.kind == .finished, "the queue moves on either way")
         _ = seen
     }
