@@ -216,3 +216,14 @@ struct TimeoutTests {
         #expect(fired.wait(timeout: .now() + 10) == .success)
     }
 }
+
+@Suite("Timeout storage")
+struct TimeoutStorageTests {
+    @Test func timeoutsRoundTripAndHugeOnesClamp() {
+        #expect(AsyncTask(timeout: .milliseconds(50)) { _ in }.timeout == .milliseconds(50))
+        #expect(AsyncTask(timeout: nil) { _ in }.timeout == nil)
+        #expect(AsyncTask { _ in }.timeout == AsyncTask.defaultTimeout)
+        #expect(AsyncTask(timeout: .seconds(-1)) { _ in }.timeout == .seconds(-1))
+        #expect(AsyncTask(timeout: .seconds(Int64.max)) { _ in }.timeout == .nanoseconds(Int64.max))
+    }
+}

@@ -45,7 +45,12 @@ public final class AsyncTask: Sendable {
     /// The priority of the wrapping `Task`; the queue starts higher priorities first.
     public let priority: TaskPriority?
     /// How long the unit may execute before it times out; `nil` for never.
-    public let timeout: Duration?
+    public var timeout: Duration? {
+        timeoutNanoseconds == .min ? nil : .nanoseconds(timeoutNanoseconds)
+    }
+    /// ``timeout`` in 8 bytes instead of 24 (`Int64.min` for none): every pending unit
+    /// carries it.
+    private let timeoutNanoseconds: Int64
     /// What a queue does when a live unit already has this unit's name.
     public let uniquenessPolicy: UniquenessPolicy
 
@@ -68,7 +73,7 @@ public final class AsyncTask: Sendable {
         work: Work
     ) {
         self.name = name
-        self.timeout = timeout
+        self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priority = priority
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout
@@ -115,6 +120,16 @@ public final class AsyncTask: Sendable {
             AsyncTask(
                 name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
                 onTimeout: onTimeout, work: .operation { try await body() }))
+    }
+
+    /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years).
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min + 1 : .max }
+        let (total, overflowAgain) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        guard !overflowAgain else { return seconds < 0 ? .min + 1 : .max }
+        return total == .min ? .min + 1 : total
     }
 
     // MARK: Ending
@@ -188,7 +203,7 @@ public final class AsyncTask: Sendable {
     }
 
     private var isAwaitedByItsOwnBody: Bool {
-        guard let current = withUnsafeCurrentTask(body: { $0?.hashValue }) else { return false }
+        guard let current = withUnsafeCurrentTask(body: { $0.map { $0.hashValue | 1 } }) else { return false }
         return state.withLock { $0.bodyTask == current && $0.outcome == nil }
     }
 
@@ -243,7 +258,7 @@ public final class AsyncTask: Sendable {
                 }
             }
         case .operation(let body):
-            let current = withUnsafeCurrentTask { $0?.hashValue }
+            let current = withUnsafeCurrentTask { $0.map { $0.hashValue | 1 } } ?? 0
             state.withLock { $0.bodyTask = current }
             do {
                 end(.finished, value: try await body())

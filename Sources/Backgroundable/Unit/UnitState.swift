@@ -41,9 +41,10 @@ struct UnitState {
 
     var phase: Phase
     var waiters: [Waiter] = []
-    /// Identifies the task running an async body (its hash), so that the body awaiting
-    /// its own unit is recognised instead of waiting forever.
-    var bodyTask: Int?
+    /// Identifies the task running an async body (its hash with the low bit set; 0 for
+    /// none), so that the body awaiting its own unit is recognised instead of waiting
+    /// forever.
+    var bodyTask = 0
 
     var outcome: AsyncTask.Outcome? {
         if case .ended(let outcome, _) = phase { outcome } else { nil }
