@@ -25,8 +25,10 @@ public protocol BackgroundTaskProvider: Sendable {
 
 /// Identifies one assertion of a ``BackgroundTaskProvider``.
 public struct BackgroundTaskIdentifier: RawRepresentable, Hashable, Sendable {
+    /// The provider-specific value.
     public let rawValue: Int
 
+    /// Wraps a provider-specific value.
     public init(rawValue: Int) {
         self.rawValue = rawValue
     }

@@ -41,6 +41,8 @@ public final class ExpiringActivityBackgroundTaskProvider: BackgroundTaskProvide
     /// Assertions begun and not ended yet.
     public var activeCount: Int { state.withLock { $0.active.count } }
 
+    /// Starts an expiring activity that lasts until the assertion ends; when the system
+    /// asks it to stop (or grants no time), `expirationHandler` runs once. Thread-safe.
     public func beginBackgroundTask(
         named name: String,
         expirationHandler: @escaping @Sendable () -> Void
@@ -66,6 +68,7 @@ public final class ExpiringActivityBackgroundTaskProvider: BackgroundTaskProvide
         return BackgroundTaskIdentifier(rawValue: identifier)
     }
 
+    /// Lets the activity's block return. Thread-safe; ending twice does nothing.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         let activity = state.withLock { $0.active.removeValue(forKey: identifier.rawValue) }
         activity?.release.signal()

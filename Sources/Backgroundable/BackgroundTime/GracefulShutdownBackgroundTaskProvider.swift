@@ -222,6 +222,8 @@ public final class GracefulShutdownBackgroundTaskProvider: BackgroundTaskProvide
 
     // MARK: BackgroundTaskProvider
 
+    /// Holds the process open against SIGTERM / SIGINT until the assertion ends; keeps
+    /// `expirationHandler` for the grace period's end. Thread-safe.
     public func beginBackgroundTask(
         named name: String,
         expirationHandler: @escaping @Sendable () -> Void
@@ -234,6 +236,8 @@ public final class GracefulShutdownBackgroundTaskProvider: BackgroundTaskProvide
         }
     }
 
+    /// Releases the assertion; when it was the last one during a shutdown, the process
+    /// exits with status 0. Thread-safe.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         let exitNow = state.withLock { state -> Bool in
             state.active.removeValue(forKey: identifier)

@@ -13,6 +13,7 @@ public final class NoopBackgroundTaskProvider: BackgroundTaskProvider {
     private let begun = Atomic<Int>(0)
     private let ended = Atomic<Int>(0)
 
+    /// Creates a provider with its own counts (tests); apps use ``shared``.
     public init() {}
 
     /// Assertions begun so far.
@@ -22,6 +23,8 @@ public final class NoopBackgroundTaskProvider: BackgroundTaskProvider {
     /// Assertions begun and not ended.
     public var activeCount: Int { beginCount - endCount }
 
+    /// Counts the begin and returns a fresh identifier; never calls `expirationHandler`.
+    /// Thread-safe, lock-free.
     public func beginBackgroundTask(
         named name: String,
         expirationHandler: @escaping @Sendable () -> Void
@@ -29,6 +32,7 @@ public final class NoopBackgroundTaskProvider: BackgroundTaskProvider {
         BackgroundTaskIdentifier(rawValue: begun.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue)
     }
 
+    /// Counts the end. Thread-safe, lock-free.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         ended.wrappingAdd(1, ordering: .acquiringAndReleasing)
     }

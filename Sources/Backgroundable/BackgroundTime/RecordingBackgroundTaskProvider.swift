@@ -21,6 +21,7 @@ public final class RecordingBackgroundTaskProvider: BackgroundTaskProvider {
 
     private let state = Lock(State())
 
+    /// Creates a provider with an empty log.
     public init() {}
 
     /// Every begin and end, in the order they happened.
@@ -35,6 +36,7 @@ public final class RecordingBackgroundTaskProvider: BackgroundTaskProvider {
     /// (ended twice, or never begun): always 0 for a correct client.
     public var unbalancedEndCount: Int { state.withLock { $0.unbalancedEnds } }
 
+    /// Records the begin and keeps `expirationHandler` until the assertion ends. Thread-safe.
     public func beginBackgroundTask(
         named name: String,
         expirationHandler: @escaping @Sendable () -> Void
@@ -48,6 +50,7 @@ public final class RecordingBackgroundTaskProvider: BackgroundTaskProvider {
         }
     }
 
+    /// Records the end; an identifier that is not active counts in ``unbalancedEndCount``. Thread-safe.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         state.withLock { state in
             if state.active.removeValue(forKey: identifier) == nil {

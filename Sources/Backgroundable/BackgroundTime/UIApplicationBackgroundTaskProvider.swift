@@ -22,8 +22,12 @@ public final class UIApplicationBackgroundTaskProvider: BackgroundTaskProvider {
     /// The instance ``DefaultBackgroundTaskProvider`` returns.
     public static let shared = UIApplicationBackgroundTaskProvider()
 
+    /// Creates the provider. It talks to `UIApplication.shared` on the main thread.
     public init() {}
 
+    /// Calls `UIApplication.beginBackgroundTask(withName:expirationHandler:)` on the main
+    /// thread (synchronously, hopping there if needed). UIKit calls `expirationHandler` on
+    /// the main thread.
     public func beginBackgroundTask(
         named name: String,
         expirationHandler: @escaping @Sendable () -> Void
@@ -35,6 +39,7 @@ public final class UIApplicationBackgroundTaskProvider: BackgroundTaskProvider {
         return rawValue.map(BackgroundTaskIdentifier.init(rawValue:))
     }
 
+    /// Calls `UIApplication.endBackgroundTask(_:)` on the main thread, synchronously.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         MainThread.run {
             UIApplication.shared.endBackgroundTask(UIBackgroundTaskIdentifier(rawValue: identifier.rawValue))

@@ -18,9 +18,11 @@ import Synchronization
 /// ```
 ///
 /// ## Concurrency contract
-/// - ``start()`` (called by a queue, or by you) returns at once. The closure runs
-///   once, inside the unit's wrapping `Task` — off the queue's thread and off the main
-///   thread — and may call ``finish()`` from any thread, at any later time.
+/// - ``start()`` (called by a queue, or by you) runs the closure once, on the calling
+///   thread — the `OperationQueue`'s thread, as in 1.x; no `Task` is created for it —
+///   and returns when the closure does. The closure may call ``finish()`` from any
+///   thread, at any later time. (A unit wrapped with ``init(task:)`` whose work is
+///   async runs in its own `Task` instead.)
 /// - The operation reports `isFinished` exactly once, after its unit reached its
 ///   ``AsyncTask/Outcome``: finished, cancelled, replaced, dropped or timed out.
 /// - ``finish()`` is idempotent and thread-safe. Called before the operation starts it
@@ -28,8 +30,8 @@ import Synchronization
 ///   it does nothing.
 /// - ``cancel()`` before the start: the closure never runs, and the queue still starts
 ///   the operation so that it finishes at once (dependants are never left waiting).
-///   While executing: the unit's `Task` is cancelled and the operation finishes at once,
-///   even if the closure never looks at `isCancelled`.
+///   While executing: the operation finishes at once, even if the closure never looks
+///   at `isCancelled` (an async unit's `Task` is cancelled).
 /// - The timeout is counted from the start, driven by the same timer machinery as
 ///   every ``BackgroundQueue``: it fires whether or not a run loop is spinning. On expiry
 ///   the outcome is ``AsyncTask/Outcome/timedOut``, the operation reports `isFinished`,
@@ -59,8 +61,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Creates an operation with the 1.x initializer.
     ///
     /// - Parameters:
-    ///   - name: The operation's `name`, its unit's name (shown by debuggers on the
-    ///     wrapping `Task`) and the deduplication key in a ``BackgroundOperationQueue``;
+    ///   - name: The operation's `name`, its unit's name and the deduplication key in a
+    ///     ``BackgroundOperationQueue``;
     ///     `nil` never deduplicates.
     ///   - timeout: Seconds from the start until the operation times out; default 10,
     ///     as in 1.x. `TimeInterval.infinity` for none; zero or less expires as soon as

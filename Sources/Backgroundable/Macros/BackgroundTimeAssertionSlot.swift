@@ -11,6 +11,7 @@ public final class BackgroundTimeAssertionSlot: Sendable {
     /// Held assertions, oldest first. Calls of the same method can overlap.
     private let held = Lock<[BackgroundTimeAssertion]>([])
 
+    /// Creates an empty slot.
     public init() {}
 
     /// The most recently begun assertion still held here, if any.
