@@ -213,7 +213,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     public func waitUntilIdle() async {
         // Resumed exactly once: here, or by the single idle delivery whose busy period
         // covers it (`idleDelivered` takes it out of the list).
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        await withContinuation { (continuation: Continuation<Void>) in
             if registry.withLock({ $0.waitUntilIdle(continuation) }) {
                 continuation.resume()
             }
@@ -264,7 +264,7 @@ private struct Registry {
 
     struct IdleWaiter {
         let period: UInt64
-        let continuation: UnsafeContinuation<Void, Never>
+        let continuation: Continuation<Void>
     }
 
     /// Live named operations; nearly always one per name.
@@ -327,15 +327,15 @@ private struct Registry {
     }
 
     /// `true` when the caller may return from `waitUntilIdle` at once.
-    mutating func waitUntilIdle(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
+    mutating func waitUntilIdle(_ continuation: Continuation<Void>) -> Bool {
         if !isBusy && idleDeliveredThrough == busyPeriods { return true }
         idleWaiters.append(IdleWaiter(period: busyPeriods, continuation: continuation))
         return false
     }
 
-    mutating func idleDelivered(period: UInt64) -> [UnsafeContinuation<Void, Never>] {
+    mutating func idleDelivered(period: UInt64) -> [Continuation<Void>] {
         idleDeliveredThrough = max(idleDeliveredThrough, period)
-        var resumed: [UnsafeContinuation<Void, Never>] = []
+        var resumed: [Continuation<Void>] = []
         idleWaiters.removeAll { waiter in
             guard waiter.period <= period else { return false }
             resumed.append(waiter.continuation)

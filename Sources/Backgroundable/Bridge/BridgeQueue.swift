@@ -44,7 +44,7 @@ enum BridgeQueue {
     /// Waits, without blocking a thread, until `operation` finished. Not cancellable.
     static func finished(_ operation: Operation) async {
         // Resumed exactly once: `whenFinished` calls its body exactly once.
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        await withContinuation { (continuation: Continuation<Void>) in
             whenFinished(operation) { continuation.resume() }
         }
     }

@@ -180,7 +180,7 @@ final class QueueCore: Sendable {
     func waitUntilIdle() async {
         // Resumed exactly once: here, or by the single `.idle` delivery whose period
         // covers it (`idleDelivered` removes it from the list).
-        await withUnsafeContinuation { continuation in
+        await withContinuation { continuation in
             if transition({ state, _ in state.waitUntilIdle(continuation) }) {
                 continuation.resume()
             }

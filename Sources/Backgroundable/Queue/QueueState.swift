@@ -38,7 +38,7 @@ struct QueueState {
 
     struct IdleWaiter {
         let period: UInt64
-        let continuation: UnsafeContinuation<Void, Never>
+        let continuation: Continuation<Void>
     }
 
     var limit: Int
@@ -113,15 +113,15 @@ struct QueueState {
     }
 
     /// `true` when the caller may return from `waitUntilIdle` at once.
-    mutating func waitUntilIdle(_ continuation: UnsafeContinuation<Void, Never>) -> Bool {
+    mutating func waitUntilIdle(_ continuation: Continuation<Void>) -> Bool {
         if !isBusy && idleDeliveredThrough == busyPeriods { return true }
         idleWaiters.append(IdleWaiter(period: busyPeriods, continuation: continuation))
         return false
     }
 
-    mutating func idleDelivered(period: UInt64) -> [UnsafeContinuation<Void, Never>] {
+    mutating func idleDelivered(period: UInt64) -> [Continuation<Void>] {
         idleDeliveredThrough = max(idleDeliveredThrough, period)
-        var resumed: [UnsafeContinuation<Void, Never>] = []
+        var resumed: [Continuation<Void>] = []
         idleWaiters.removeAll { waiter in
             guard waiter.period <= period else { return false }
             resumed.append(waiter.continuation)

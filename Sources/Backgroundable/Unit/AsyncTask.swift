@@ -191,7 +191,7 @@ public final class AsyncTask: Sendable {
             return await withTaskCancellationHandler {
                 // Resumed exactly once: either right here, when the unit has already
                 // ended, or by the single `Ending` that takes it out of `waiters`.
-                await withUnsafeContinuation { continuation in
+                await withContinuation { continuation in
                     if let outcome = state.withLock({ $0.wait(.continuation(continuation)) }) {
                         continuation.resume(returning: outcome)
                     }
@@ -250,7 +250,7 @@ public final class AsyncTask: Sendable {
         case .callback(let body):
             // Resumed exactly once: here, if the unit ended before the body was parked,
             // or by the single `Ending` that takes `parkedBody` out of the state.
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            await withContinuation { (continuation: Continuation<Void>) in
                 if state.withLock({ $0.park(continuation) }) {
                     body(self)
                 } else {

@@ -10,13 +10,13 @@ struct UnitState {
         case enqueued(QueueCore, AsyncTask.Work)
         /// `task` is the wrapping `Task` once it is attached; `parkedBody` is the
         /// continuation a callback-style body is suspended on until the unit ends.
-        case executing(QueueCore, task: Task<Void, Never>?, parkedBody: UnsafeContinuation<Void, Never>?)
+        case executing(QueueCore, task: Task<Void, Never>?, parkedBody: Continuation<Void>?)
         case ended(AsyncTask.Outcome, value: (any Sendable)?)
     }
 
     /// Someone waiting for the outcome.
     enum Waiter {
-        case continuation(UnsafeContinuation<AsyncTask.Outcome, Never>)
+        case continuation(Continuation<AsyncTask.Outcome>)
         case callback(@Sendable (AsyncTask.Outcome) -> Void)
 
         func resume(with outcome: AsyncTask.Outcome) {
@@ -35,7 +35,7 @@ struct UnitState {
         var owner: QueueCore?
         /// The wrapping `Task`, to cancel when the outcome stops the work.
         var task: Task<Void, Never>?
-        var parkedBody: UnsafeContinuation<Void, Never>?
+        var parkedBody: Continuation<Void>?
         var waiters: [Waiter]
     }
 
@@ -79,7 +79,7 @@ struct UnitState {
 
     /// Parks a callback-style body until the unit ends. `false` when it has already
     /// ended: the caller resumes the continuation itself.
-    mutating func park(_ body: UnsafeContinuation<Void, Never>) -> Bool {
+    mutating func park(_ body: Continuation<Void>) -> Bool {
         guard case .executing(let owner, let task, nil) = phase else { return false }
         phase = .executing(owner, task: task, parkedBody: body)
         return true
@@ -108,7 +108,7 @@ struct UnitState {
     ) -> Ending? {
         var owner: QueueCore?
         var task: Task<Void, Never>?
-        var parkedBody: UnsafeContinuation<Void, Never>?
+        var parkedBody: Continuation<Void>?
         switch (phase, outcome) {
         case (.ended, _):
             return nil
