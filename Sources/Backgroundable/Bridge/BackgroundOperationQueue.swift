@@ -193,7 +193,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
                         return registry.assertion
                     }?.end()
                     delegate?.backgroundQueueDidFinishOperations(self)
-                    for waiter in registry.withLock({ $0.idleDelivered(period: period) }) {
+                    for waiter in registry.withLock({ $0.busyPeriods.idleDelivered(period: period) }) {
                         waiter.resume()
                     }
                 }
@@ -214,7 +214,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         // Resumed exactly once: here, or by the single idle delivery whose busy period
         // covers it (`idleDelivered` takes it out of the list).
         await withContinuation { (continuation: Continuation<Void>) in
-            if registry.withLock({ $0.waitUntilIdle(continuation) }) {
+            if registry.withLock({ $0.busyPeriods.wait(continuation) }) {
                 continuation.resume()
             }
         }
@@ -262,21 +262,13 @@ private struct Registry {
         case idle(period: UInt64)
     }
 
-    struct IdleWaiter {
-        let period: UInt64
-        let continuation: Continuation<Void>
-    }
-
     /// Live named operations; nearly always one per name.
     var names: [String: [Operation]] = [:]
     /// Operations added and not finished yet (dropped ones included until the queue
     /// finished them).
     var liveCount = 0
-    var isBusy = false
-    /// Idle → busy transitions so far: the current or last busy period.
-    var busyPeriods: UInt64 = 0
-    var idleDeliveredThrough: UInt64 = 0
-    var idleWaiters: [IdleWaiter] = []
+    var busyPeriods = BusyPeriods()
+    var isBusy: Bool { busyPeriods.isBusy }
     var suspensions = 0
     var outbox: [Transition] = []
     var isDelivering = false
@@ -315,33 +307,13 @@ private struct Registry {
 
     mutating func becomeBusyIfIdle() -> Bool {
         guard !isBusy, liveCount > 0 else { return false }
-        isBusy = true
-        busyPeriods += 1
+        _ = busyPeriods.begin()
         return post(.busy)
     }
 
     mutating func becomeIdleIfDone() -> Bool {
         guard isBusy, liveCount == 0 else { return false }
-        isBusy = false
-        return post(.idle(period: busyPeriods))
-    }
-
-    /// `true` when the caller may return from `waitUntilIdle` at once.
-    mutating func waitUntilIdle(_ continuation: Continuation<Void>) -> Bool {
-        if !isBusy && idleDeliveredThrough == busyPeriods { return true }
-        idleWaiters.append(IdleWaiter(period: busyPeriods, continuation: continuation))
-        return false
-    }
-
-    mutating func idleDelivered(period: UInt64) -> [Continuation<Void>] {
-        idleDeliveredThrough = max(idleDeliveredThrough, period)
-        var resumed: [Continuation<Void>] = []
-        idleWaiters.removeAll { waiter in
-            guard waiter.period <= period else { return false }
-            resumed.append(waiter.continuation)
-            return true
-        }
-        return resumed
+        return post(.idle(period: busyPeriods.end()))
     }
 
     /// Queues a transition; `true` when the caller became the deliverer.

@@ -181,7 +181,7 @@ final class QueueCore: Sendable {
         // Resumed exactly once: here, or by the single `.idle` delivery whose period
         // covers it (`idleDelivered` removes it from the list).
         await withContinuation { continuation in
-            if transition({ state, _ in state.waitUntilIdle(continuation) }) {
+            if transition({ state, _ in state.busyPeriods.wait(continuation) }) {
                 continuation.resume()
             }
         }
@@ -232,7 +232,7 @@ final class QueueCore: Sendable {
                     state.withLock { $0.assertion.take() }?.end()
                     if let queue { delegate?.backgroundQueueDidFinishTasks(queue) }
                     for listener in listeners { listener.yield(.idle) }
-                    for waiter in state.withLock({ $0.idleDelivered(period: period) }) {
+                    for waiter in state.withLock({ $0.busyPeriods.idleDelivered(period: period) }) {
                         waiter.resume()
                     }
                 case .event(let event):

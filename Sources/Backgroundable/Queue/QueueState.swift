@@ -36,11 +36,6 @@ struct QueueState {
         let task: Task<Void, Never>
     }
 
-    struct IdleWaiter {
-        let period: UInt64
-        let continuation: Continuation<Void>
-    }
-
     var limit: Int
     var suspensions = 0
     var ready = ReadyLists()
@@ -53,11 +48,8 @@ struct QueueState {
     var sleeper: Sleeper?
     var sleeperIDs: UInt64 = 0
 
-    var isBusy = false
-    /// Number of idle → busy transitions so far; the current or last busy period.
-    var busyPeriods: UInt64 = 0
-    var idleDeliveredThrough: UInt64 = 0
-    var idleWaiters: [IdleWaiter] = []
+    var busyPeriods = BusyPeriods()
+    var isBusy: Bool { busyPeriods.isBusy }
 
     var outbox: [Delivery] = []
     var isDelivering = false
@@ -98,36 +90,16 @@ struct QueueState {
 
     private mutating func becomeBusyIfIdle(_ effects: inout Effects) {
         guard !isBusy, reportsBusyPeriods else { return }
-        isBusy = true
-        busyPeriods += 1
+        _ = busyPeriods.begin()
         post(.busy, &effects)
     }
 
     private mutating func becomeIdleIfDone(_ effects: inout Effects) {
         guard isBusy, enqueuedCount == 0, executingCount == 0 else { return }
-        isBusy = false
-        post(.idle(period: busyPeriods), &effects)
+        post(.idle(period: busyPeriods.end()), &effects)
         if isClosed {
             post(.closed, &effects)
         }
-    }
-
-    /// `true` when the caller may return from `waitUntilIdle` at once.
-    mutating func waitUntilIdle(_ continuation: Continuation<Void>) -> Bool {
-        if !isBusy && idleDeliveredThrough == busyPeriods { return true }
-        idleWaiters.append(IdleWaiter(period: busyPeriods, continuation: continuation))
-        return false
-    }
-
-    mutating func idleDelivered(period: UInt64) -> [Continuation<Void>] {
-        idleDeliveredThrough = max(idleDeliveredThrough, period)
-        var resumed: [Continuation<Void>] = []
-        idleWaiters.removeAll { waiter in
-            guard waiter.period <= period else { return false }
-            resumed.append(waiter.continuation)
-            return true
-        }
-        return resumed
     }
 
     // MARK: Adding
