@@ -28,7 +28,14 @@ struct MacroRuntimeTests {
 
         @Backgroundable(propertyName: "backgroundTimeAssertion")
         func waitForCancellation() async throws {
-            try await Task.sleep(for: .seconds(60))
+            // Suspends, without sleeping, until the calling task is cancelled.
+            let (wake, wakeUp) = AsyncStream<Never>.makeStream()
+            await withTaskCancellationHandler {
+                for await _ in wake {}
+            } onCancel: {
+                wakeUp.finish()
+            }
+            try Task.checkCancellation()
         }
 
         @Backgroundable(expirationFunc: "saveProgress")
