@@ -137,7 +137,9 @@ struct TimeoutTests {
     @Test func timeoutCancelsTheWrappingTask() async {
         let (queue, _) = makeQueue()
         let sawCancellation = Signal()
-        let handle = queue.addOperation(timeout: .milliseconds(20)) {
+        // Long enough for the body to be running when the timeout fires, even on a slow
+        // (sanitizer) build: a unit that times out before its body starts never runs it.
+        let handle = queue.addOperation(timeout: .milliseconds(300)) {
             await suspendUntilCancelled()
             if Task.isCancelled { sawCancellation.signal() }
         }
@@ -160,10 +162,10 @@ struct TimeoutTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let release = Signal()
         let blocker = queue.addOperation(timeout: nil) { await release.wait() }
-        let waiting = queue.add(timeout: .milliseconds(30)) { $0.finish() }
+        let waiting = queue.add(timeout: .milliseconds(300)) { $0.finish() }
         // Waiting longer than the timeout before starting does not time it out.
         let start = ContinuousClock.now
-        while ContinuousClock.now - start < .milliseconds(60) { await Task.yield() }
+        while ContinuousClock.now - start < .milliseconds(350) { await Task.yield() }
         #expect(waiting.currentOutcome == nil)
         release.signal()
         _ = await blocker.outcome

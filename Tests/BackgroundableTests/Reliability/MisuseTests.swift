@@ -251,7 +251,9 @@ struct MisuseTests {
         let seen = Lock<AsyncTask.Outcome.Kind?>(nil)
         let handleBox = Lock<AsyncTask?>(nil)
         let gate = Signal()
-        let handle = queue.addOperation(timeout: .milliseconds(100)) {
+        // A long timeout: detection must not depend on the machine being fast; without it
+        // the test would wait the whole timeout and then fail.
+        let handle = queue.addOperation(timeout: .seconds(5)) {
             await gate.wait()
             if let unit = handleBox.withLock({ $0 }) {
                 let outcome = await unit.outcome
