@@ -125,7 +125,7 @@ struct QueueState {
                     entry.append(unit)
                     return []
                 case .drop:
-                    if entry.units.contains(where: { $0.state.withLock { $0.outcome == nil } }) { return nil }
+                    if entry.contains(where: { $0.state.withLock { $0.outcome == nil } }) { return nil }
                     entry.append(unit)
                     return []
                 case .replace:
