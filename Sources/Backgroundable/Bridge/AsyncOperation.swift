@@ -214,7 +214,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             }
             didChangeValue(forKey: "isExecuting")
             // Does nothing if the unit ended meanwhile, or was added to a queue before.
-            QueueCore.direct.startNow(task)
+            QueueCore.direct(for: task).startNow(task)
         }
         reportFinishedIfDue()
     }
@@ -245,18 +245,35 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         willChangeValue(forKey: "isFinished")
         // A timed-out operation stays alive until its timeout callback has run.
         let keepForCallback = hasTimeoutCallback && task.currentOutcome?.kind == .timedOut
-        let (keptAlive, observers) = bridge.withLock { state in
+        let (keptAlive, observers, tracking) = bridge.withLock { state in
             state.reportsFinished = true
             defer {
                 if !keepForCallback { state.keepAlive = nil }
                 state.finishObservers = []
+                state.tracking = nil
             }
-            return (keepForCallback ? nil : state.keepAlive, state.finishObservers)
+            return (keepForCallback ? nil : state.keepAlive, state.finishObservers, state.tracking)
         }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
+        if let tracking {
+            tracking.queue?.operationFinished(self, name: tracking.name)
+        }
         for observer in observers { observer() }
         withExtendedLifetime(keptAlive) {}
+    }
+
+    /// Registers the ``BackgroundOperationQueue`` that tracks this operation: it is told
+    /// exactly once, after the operation reported `isFinished`, on the thread that
+    /// reports it. Costs no allocation (the queue's hot path). Returns `false`, and
+    /// registers nothing, when the operation has already reported `isFinished`: the
+    /// caller then does its bookkeeping itself.
+    func track(by queue: BackgroundOperationQueue, name: String?) -> Bool {
+        bridge.withLock { state in
+            guard !state.reportsFinished else { return false }
+            state.tracking = Tracking(queue: queue, name: name)
+            return true
+        }
     }
 
     /// Calls `body` exactly once, after the operation reported `isFinished`: now if it
@@ -291,6 +308,15 @@ private struct BridgeState {
     var reportsFinished = false
     var keepAlive: AsyncOperation?
     var finishObservers: [@Sendable () -> Void] = []
+    /// The queue to tell once `isFinished` is reported.
+    var tracking: Tracking?
+}
+
+/// A ``BackgroundOperationQueue`` tracking an operation under the name it was added with.
+private struct Tracking {
+    /// Held weakly, as a queue's own closures would hold it.
+    weak var queue: BackgroundOperationQueue?
+    let name: String?
 }
 
 /// A weak reference to the operation for its own unit's work and timeout closures,

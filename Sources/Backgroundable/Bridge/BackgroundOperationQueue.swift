@@ -78,13 +78,15 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// documentation. A dropped ``AsyncOperation`` has ended ``AsyncTask/Outcome/dropped``
     /// when this returns.
     open override func addOperation(_ operation: Operation) {
-        enqueue([operation])
+        register(CollectionOfOne(operation))
+        super.addOperation(operation)
     }
 
     /// Adds `operations` in order, applying their uniqueness policies in that order.
     /// With `waitUntilFinished`, blocks the calling thread until all of them finished.
     open override func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
-        enqueue(operations)
+        register(operations)
+        super.addOperations(operations, waitUntilFinished: false)
         if wait {
             for operation in operations {
                 operation.waitUntilFinished()
@@ -94,36 +96,46 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Adds a `BlockOperation` running `block` (unnamed: it never deduplicates).
     open override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        enqueue([BlockOperation(block: block)])
+        addOperation(BlockOperation(block: block))
     }
 
-    private func enqueue(_ operations: [Operation]) {
+    /// The queue's side of adding: counts the operations as live, applies their
+    /// uniqueness policies and arranges to hear when each finished, before Foundation
+    /// gets them. An ``AsyncOperation`` reports its own end to the queue (no allocation
+    /// on this path); any other operation is watched by the bridge.
+    private func register(_ operations: some Collection<Operation>) {
         guard !operations.isEmpty else { return }
         var dropped: [AsyncOperation] = []
         var replaced: [Operation] = []
-        var tracked: [(Operation, String?)] = []
-        tracked.reserveCapacity(operations.count)
+        // Operations whose end reaches the queue through a watcher (not `AsyncOperation`s,
+        // or ones that had already finished).
+        var watched: [(Operation, String?)] = []
         let deliver = registry.withLock { registry in
             for operation in operations {
                 registry.liveCount += 1
-                guard let name = operation.name else {
-                    tracked.append((operation, nil))
-                    continue
-                }
-                switch (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore {
-                case .ignore:
-                    break
-                case .drop:
-                    if registry.hasLiveOperation(named: name) {
-                        dropped.append(operation as! AsyncOperation)
-                        tracked.append((operation, nil))
-                        continue
+                let asyncOperation = operation as? AsyncOperation
+                // The name the operation is indexed under: none when unnamed or dropped.
+                var indexedName = operation.name
+                if let name = indexedName {
+                    switch asyncOperation?.uniquenessPolicy ?? .ignore {
+                    case .ignore:
+                        break
+                    case .drop:
+                        if registry.hasLiveOperation(named: name) {
+                            dropped.append(asyncOperation!)
+                            indexedName = nil
+                        }
+                    case .replace:
+                        replaced += registry.removeLiveOperations(named: name)
                     }
-                case .replace:
-                    replaced += registry.removeLiveOperations(named: name)
+                    if let indexedName {
+                        registry.names[indexedName, default: []].append(operation)
+                    }
                 }
-                registry.names[name, default: []].append(operation)
-                tracked.append((operation, name))
+                // Lock order: the queue's lock, then the operation's.
+                if asyncOperation?.track(by: self, name: indexedName) != true {
+                    watched.append((operation, indexedName))
+                }
             }
             return registry.becomeBusyIfIdle()
         }
@@ -135,12 +147,11 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
             Self.replace(operation)
         }
         if deliver { deliverTransitions() }
-        for (operation, name) in tracked {
+        for (operation, name) in watched {
             BridgeQueue.whenFinished(operation) { [weak self] in
                 self?.operationFinished(operation, name: name)
             }
         }
-        super.addOperations(operations, waitUntilFinished: false)
     }
 
     /// Cancels a live operation that a `.replace` newcomer displaces.
@@ -151,7 +162,8 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         operation.task.end(.replaced)
     }
 
-    private func operationFinished(_ operation: Operation, name: String?) {
+    /// `operation`, added under `name`, finished: it stops counting as live.
+    func operationFinished(_ operation: Operation, name: String?) {
         let deliver = registry.withLock { registry in
             if let name { registry.remove(operation, named: name) }
             registry.liveCount -= 1

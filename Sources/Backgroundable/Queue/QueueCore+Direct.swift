@@ -6,22 +6,33 @@ import Synchronization
 /// An `Operation` decides *when* it runs (its `OperationQueue`, its dependencies, or a
 /// caller invoking `start()`); what it needs from the core is everything *else* a unit
 /// gets — the wrapping `Task`, the timeout driven by the core's one sleeper per queue,
-/// cancellation that reaches the `Task`, exactly-once outcomes and waiters. The direct
-/// core is one shared, unbounded, never-suspended ``QueueCore`` that provides exactly
+/// cancellation that reaches the `Task`, exactly-once outcomes and waiters. A direct
+/// core is a shared, unbounded, never-suspended ``QueueCore`` that provides exactly
 /// that, so an ``AsyncOperation`` obeys the same rules as any unit on a ``BackgroundQueue``.
 ///
 /// Deduplication is deliberately skipped here: names are deduplicated by the front end
 /// that owns the unit (a ``BackgroundOperationQueue``), never across unrelated queues.
 extension QueueCore {
-    /// The shared executor of bridged units: unbounded, never suspended, holding no
-    /// background time of its own (the front-end queue holds it).
-    static let direct = QueueCore(
-        label: "Backgroundable.direct",
-        limit: .max,
-        provider: NoopBackgroundTaskProvider(),
-        expirationPolicy: .keepRunning,
-        reportsBusyPeriods: false
-    )
+    /// The shared executors of bridged units: unbounded, never suspended, holding no
+    /// background time of their own (the front-end queue holds it). Sixteen of them,
+    /// each unit going to the one its address picks, so that operations starting and
+    /// ending on different threads seldom wait for the same lock.
+    private static let directCores = (0..<16).map { index in
+        QueueCore(
+            label: "Backgroundable.direct.\(index)",
+            limit: .max,
+            provider: NoopBackgroundTaskProvider(),
+            expirationPolicy: .keepRunning,
+            reportsBusyPeriods: false
+        )
+    }
+
+    /// The direct core that runs `unit`: always the same one for the same unit.
+    static func direct(for unit: AsyncTask) -> QueueCore {
+        // Fibonacci hashing of the address: neighbouring allocations spread evenly.
+        let address = UInt(bitPattern: ObjectIdentifier(unit))
+        return directCores[Int(truncatingIfNeeded: (address &* 0x9E37_79B9_7F4A_7C15) >> 60)]
+    }
 
     /// Admits `unit` and moves it to executing in the same locked transition, then
     /// runs it on this thread: a callback-style body is called right here (as 1.x ran
@@ -37,14 +48,7 @@ extension QueueCore {
         transition { state, effects in
             guard unit.state.withLock({ $0.enqueue(in: self) }) else { return }
             admitted = true
-            unit.links.location = .arriving
-            state.enqueuedCount += 1
-            state.link(unit, behind: nil, &effects)
-            // Unbounded and never suspended: this starts every ready unit, `unit` included.
-            _ = state.popStartable(max: .max, core: self, &effects)
-            if let index = effects.launches.firstIndex(where: { $0.0 === unit }) {
-                work = effects.launches.remove(at: index).1
-            }
+            work = state.startAtOnce(unit, core: self, &effects)
         }
         if let work { unit.runHere(work) }
         return admitted

@@ -288,26 +288,57 @@ struct QueueState {
                 continue
             }
             ready.remove(unit)
-            enqueuedCount -= 1
-            if let timeout = unit.timeout {
-                let start = now ?? .now
-                now = start
-                unit.links.deadline = start + timeout
+            if beginExecuting(unit, now: &now, core: core, &effects) {
+                effects.launches.append((unit, work))
             }
-            unit.links.location = .executing
-            executing.append(unit)
-            executingCount += 1
-            if let timeout = unit.timeout {
-                guard timeout > .zero else {
-                    end(unit, .timedOut, &effects)
-                    continue
-                }
-                armSleeper(for: unit.links.deadline, core: core)
-            }
-            emit(.started(unit), &effects)
-            effects.launches.append((unit, work))
         }
         return taken
+    }
+
+    /// Admits `unit`, just enqueued in this core, straight to executing, past the ready
+    /// lists and the limit: for the direct executor (unbounded, never suspended).
+    /// Returns the work to run, or `nil` when the unit ended meanwhile or timed out at
+    /// once.
+    mutating func startAtOnce(_ unit: AsyncTask, core: QueueCore, _ effects: inout Effects) -> AsyncTask.Work? {
+        unit.links.location = .arriving
+        enqueuedCount += 1
+        becomeBusyIfIdle(&effects)
+        emit(.enqueued(unit), &effects)
+        guard let work = unit.state.withLock({ $0.start() }) else {
+            detachEnded(unit, &effects)
+            return nil
+        }
+        var now: ContinuousClock.Instant?
+        return beginExecuting(unit, now: &now, core: core, &effects) ? work : nil
+    }
+
+    /// Moves a unit that has just started (`UnitState/start()`), and is out of every
+    /// ready list, to executing: arms its deadline from `now` (read once per batch).
+    /// Returns `false` when a timeout of zero or less ended it at once.
+    private mutating func beginExecuting(
+        _ unit: AsyncTask,
+        now: inout ContinuousClock.Instant?,
+        core: QueueCore,
+        _ effects: inout Effects
+    ) -> Bool {
+        enqueuedCount -= 1
+        if let timeout = unit.timeout {
+            let start = now ?? .now
+            now = start
+            unit.links.deadline = start + timeout
+        }
+        unit.links.location = .executing
+        executing.append(unit)
+        executingCount += 1
+        if let timeout = unit.timeout {
+            guard timeout > .zero else {
+                end(unit, .timedOut, &effects)
+                return false
+            }
+            armSleeper(for: unit.links.deadline, core: core)
+        }
+        emit(.started(unit), &effects)
+        return true
     }
 
     // MARK: Timeouts

@@ -248,12 +248,17 @@ public final class AsyncTask: Sendable {
     private func execute(_ work: Work) async {
         switch work {
         case .callback(let body):
-            // Resumed exactly once: here, if the unit ended before the body was parked,
-            // or by the single `Ending` that takes `parkedBody` out of the state.
+            // A unit that ended before its `Task` ran (cancelled, timed out) never runs
+            // its body.
+            guard state.withLock({ $0.isExecuting }) else { return }
+            body(self)
+            // The `Task` lives until the unit ends. A body that already ended it (the
+            // common `finish()` before returning) leaves nothing to wait for: the
+            // continuation is resumed right here and the `Task` never suspends.
+            // Otherwise it is resumed exactly once, by the single `Ending` that takes
+            // `parkedBody` out of the state.
             await withContinuation { (continuation: Continuation<Void>) in
-                if state.withLock({ $0.park(continuation) }) {
-                    body(self)
-                } else {
+                if !state.withLock({ $0.park(continuation) }) {
                     continuation.resume()
                 }
             }
