@@ -91,8 +91,11 @@ struct ReadyLists {
 
     var isEmpty: Bool { levels.allSatisfy(\.units.isEmpty) }
 
+    /// Units without a priority rank as `medium`, like a `Task` created without one.
+    private static let defaultKey = TaskPriority.medium.rawValue
+
     private static func key(_ unit: AsyncTask) -> UInt8 {
-        (unit.priority ?? .medium).rawValue
+        unit.priorityRawValue == 0 ? defaultKey : unit.priorityRawValue
     }
 
     mutating func append(_ unit: AsyncTask) {

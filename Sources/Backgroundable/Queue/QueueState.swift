@@ -125,7 +125,7 @@ struct QueueState {
                     entry.append(unit)
                     return []
                 case .drop:
-                    if entry.contains(where: { $0.state.withLock { $0.outcome == nil } }) { return nil }
+                    if entry.contains(where: { $0.state.withLock { !$0.hasEnded } }) { return nil }
                     entry.append(unit)
                     return []
                 case .replace:
@@ -164,7 +164,7 @@ struct QueueState {
                 }
                 continue
             }
-            guard unit.state.withLock({ $0.outcome == nil }) else { continue }  // cancelled meanwhile
+            guard unit.state.withLock({ !$0.hasEnded }) else { continue }  // cancelled meanwhile
             unit.links.location = .arriving
             enqueuedCount += 1
             link(unit, behind: nil, &effects)

@@ -43,7 +43,13 @@ public final class AsyncTask: Sendable {
     /// key of name-based deduplication.
     public let name: String?
     /// The priority of the wrapping `Task`; the queue starts higher priorities first.
-    public let priority: TaskPriority?
+    public var priority: TaskPriority? {
+        priorityRawValue == 0 ? nil : TaskPriority(rawValue: priorityRawValue)
+    }
+    /// ``priority`` as its raw value, 0 for none (the runtime's "unspecified"): the
+    /// `Optional` of the resilient `TaskPriority` is read through runtime calls, and the
+    /// queue reads the priority of every unit it links.
+    let priorityRawValue: UInt8
     /// How long the unit may execute before it times out; `nil` for never.
     public var timeout: Duration? {
         timeoutNanoseconds == .min ? nil : .nanoseconds(timeoutNanoseconds)
@@ -74,7 +80,7 @@ public final class AsyncTask: Sendable {
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
-        self.priority = priority
+        self.priorityRawValue = priority?.rawValue ?? 0
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout
         self.state = Lock(UnitState(phase: .created(work)))
@@ -163,7 +169,7 @@ public final class AsyncTask: Sendable {
     public var isExecuting: Bool { state.withLock { $0.isExecuting } }
 
     /// `true` once the unit has reached its outcome, whatever it is.
-    public var isFinished: Bool { currentOutcome != nil }
+    public var isFinished: Bool { state.withLock { $0.hasEnded } }
 
     /// `true` once the unit was stopped before its work completed: cancelled,
     /// replaced, dropped or timed out (see ``Outcome/isCancellation``).
@@ -204,7 +210,7 @@ public final class AsyncTask: Sendable {
 
     private var isAwaitedByItsOwnBody: Bool {
         guard let current = withUnsafeCurrentTask(body: { $0.map { $0.hashValue | 1 } }) else { return false }
-        return state.withLock { $0.bodyTask == current && $0.outcome == nil }
+        return state.withLock { $0.bodyTask == current && !$0.hasEnded }
     }
 
     /// Calls `callback` exactly once with the outcome: now if the unit has ended,

@@ -50,6 +50,11 @@ struct UnitState {
         if case .ended(let outcome, _) = phase { outcome } else { nil }
     }
 
+    /// `outcome != nil`, reading only the phase's case: no copy of its payload.
+    var hasEnded: Bool {
+        if case .ended = phase { true } else { false }
+    }
+
     var isExecuting: Bool {
         if case .executing = phase { true } else { false }
     }
