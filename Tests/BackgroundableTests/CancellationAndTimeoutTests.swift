@@ -150,10 +150,12 @@ struct TimeoutTests {
     @Test func aUnitThatFinishesInTimeDoesNotTimeOut() async {
         let (queue, _) = makeQueue()
         let fired = Recorder<Int>()
-        let unit = queue.add(timeout: .milliseconds(300), onTimeout: { _ in fired.append(1) }) { $0.finish() }
+        // Generous: on a sanitizer build, with the stress tests busy on every thread of
+        // the pool, a body can start hundreds of milliseconds after its unit did.
+        let unit = queue.add(timeout: .seconds(2), onTimeout: { _ in fired.append(1) }) { $0.finish() }
         #expect(await unit.outcome.kind == .finished)
         // A later unit with a longer deadline proves the sleeper passed the first deadline.
-        let later = queue.add(timeout: .milliseconds(400)) { _ in }
+        let later = queue.add(timeout: .milliseconds(2_100)) { _ in }
         #expect(await later.outcome.kind == .timedOut)
         #expect(fired.count == 0)
     }

@@ -37,7 +37,9 @@ extension OperationQueue {
                 await BridgeQueue.finished(last)
             }
         } onCancel: {
-            for operation in operations { operation.cancel() }
+            // Last member first: a member cancelled before the one ahead of it ends can
+            // never start in between.
+            for operation in operations.reversed() { operation.cancel() }
         }
     }
 
