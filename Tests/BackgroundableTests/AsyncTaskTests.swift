@@ -118,6 +118,14 @@ struct AsyncTaskTests {
         #expect(priority == .low)
     }
 
+    @Test func priorityReadsBackAsGiven() {
+        #expect(AsyncTask(priority: .high) { _ in }.priority == .high)
+        #expect(AsyncTask(priority: TaskPriority(rawValue: 7)) { _ in }.priority?.rawValue == 7)
+        #expect(AsyncTask { _ in }.priority == nil)
+        // Raw value 0 is the runtime's "unspecified": the same as none.
+        #expect(AsyncTask(priority: TaskPriority(rawValue: 0)) { _ in }.priority == nil)
+    }
+
     @Test func awaitingTheOutcomeOfAnEndedUnitReturnsAtOnce() async {
         let (queue, _) = makeQueue()
         let unit = queue.add { task in task.finish() }

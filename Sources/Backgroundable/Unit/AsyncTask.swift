@@ -43,6 +43,8 @@ public final class AsyncTask: Sendable {
     /// key of name-based deduplication.
     public let name: String?
     /// The priority of the wrapping `Task`; the queue starts higher priorities first.
+    /// Immutable, so safe to read from any thread. A priority whose raw value is 0 (the
+    /// runtime's "unspecified") reads back as `nil`, which it means to a `Task` too.
     public var priority: TaskPriority? {
         priorityRawValue == 0 ? nil : TaskPriority(rawValue: priorityRawValue)
     }
