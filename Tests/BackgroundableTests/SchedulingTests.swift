@@ -227,7 +227,7 @@ struct DirectExecutorTests {
     /// checks what holds whatever they do: counts never drift below zero.
     @Test func countsNeverDriftBelowZero() async {
         let units = (0..<20).map { _ in AsyncTask { $0.finish() } }
-        for unit in units { QueueCore.direct(for: unit).startNow(unit) }
+        for unit in units { QueueCore.startNow(unit) }
         for unit in units { #expect(await unit.outcome.kind == .finished) }
         for unit in units {
             let (enqueued, executing) = QueueCore.direct(for: unit).transition { state, _ in

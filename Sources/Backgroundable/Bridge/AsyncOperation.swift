@@ -45,7 +45,15 @@ import Synchronization
 open class AsyncOperation: Operation, @unchecked Sendable {
     /// The unit underneath: await its ``AsyncTask/outcome``, read its
     /// ``AsyncTask/currentOutcome``, or cancel it (which cancels the operation).
-    public let task: AsyncTask
+    ///
+    /// The unit of an operation made from a closure belongs to that operation: it runs
+    /// when the operation starts, and handing it to a ``BackgroundQueue`` (or wrapping it
+    /// in another operation) does not run it a second time — those only wait for its
+    /// outcome, as for any unit already in a queue.
+    public var task: AsyncTask {
+        listenBeforeStart()
+        return unit
+    }
 
     /// What a ``BackgroundOperationQueue`` does when a live operation already has this
     /// operation's name. Plain `OperationQueue`s ignore it.
@@ -55,8 +63,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// `TimeInterval.infinity` means no timeout.
     public let timeout: TimeInterval
 
+    let unit: AsyncTask
+    /// The 1.x closure, run by ``start()``; `nil` for an operation wrapping an existing unit.
+    private let closure: (@Sendable (AsyncOperation) -> Void)?
+    private let onTimeoutCallback: (@Sendable (AsyncOperation) -> Void)?
     private let bridge = Lock(BridgeState())
-    private let hasTimeoutCallback: Bool
 
     /// Creates an operation with the 1.x initializer.
     ///
@@ -80,34 +91,22 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         uniquenessPolicy: UniquenessPolicy = .ignore,
         _ closure: @escaping @Sendable (AsyncOperation) -> Void
     ) {
-        let reference = OperationReference()
-        var onTimeout: (@Sendable (AsyncTask) -> Void)?
-        if let onTimeoutCallback {
-            onTimeout = { _ in
-                guard let operation = reference.operation else { return }
-                onTimeoutCallback(operation)
-                // Kept alive for this call by `reportFinishedIfDue`; now it may go.
-                operation.bridge.withLock { $0.keepAlive = nil }
-            }
-        }
-        let work: @Sendable (AsyncTask) -> Void = { _ in
-            if let operation = reference.operation { closure(operation) }
-        }
-        self.task = AsyncTask(
+        // The unit holds no reference to the operation (no cycle, no weak reference): it
+        // is reserved for the operation, whose `start()` runs the closure itself.
+        self.unit = AsyncTask(
             name: name,
             timeout: Self.duration(timeout),
             priority: nil,
             uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout,
-            work: .callback(work)
+            onTimeout: nil,
+            work: nil
         )
+        self.closure = closure
+        self.onTimeoutCallback = onTimeoutCallback
         self.uniquenessPolicy = uniquenessPolicy
         self.timeout = timeout
-        self.hasTimeoutCallback = onTimeoutCallback != nil
         super.init()
-        self.name = name
-        reference.operation = self
-        observeTask()
+        if let name { self.name = name }
     }
 
     /// Wraps an existing unit, so that any `OperationQueue` can run it (the adapter
@@ -120,24 +119,28 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// operation just finishes when that queue's run of it ends. Cancelling either
     /// cancels both.
     public init(task: AsyncTask) {
-        self.task = task
+        self.unit = task
+        self.closure = nil
+        self.onTimeoutCallback = nil
         self.uniquenessPolicy = task.uniquenessPolicy
-        self.hasTimeoutCallback = false
         self.timeout = task.timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? .infinity
         super.init()
         self.name = task.name
-        observeTask()
+        // The unit is someone else's: it may end at any time.
+        listenBeforeStart()
+    }
+
+    /// Code outside the operation may end the unit before the operation starts (once it
+    /// has the unit); from the first call on, the operation listens, so that Foundation
+    /// sees such a cancellation at once (see `unitEnded`). Weakly: an operation nobody
+    /// starts may still be released. Once started, the operation observes its unit anyway.
+    private func listenBeforeStart() {
+        guard bridge.withLock({ $0.startListening() }) else { return }
+        unit.onEnd { [weak self] outcome in self?.unitEnded(outcome) }
     }
 
     static func duration(_ timeout: TimeInterval) -> Duration? {
         timeout.isFinite ? .seconds(timeout) : nil
-    }
-
-    private func observeTask() {
-        // Held weakly: a pending operation nobody references may be released.
-        task.onEnd { [weak self] outcome in
-            self?.taskEnded(outcome)
-        }
     }
 
     // MARK: Ending
@@ -147,7 +150,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Idempotent and thread-safe: only the first terminal transition counts. Before the
     /// operation starts it cancels it (as in 1.x); after it ended it does nothing.
     public func finish() {
-        task.finish()
+        endedFromHere(unit.finishReportingOutcome())
     }
 
     /// Cancels the operation: the unit ends ``AsyncTask/Outcome/cancelled`` (its `Task`
@@ -155,8 +158,20 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// was executing, or as soon as its queue starts it when it was pending.
     /// Does nothing after it ended.
     open override func cancel() {
-        task.cancel()
-        super.cancel()
+        end(.cancelled)
+    }
+
+    /// Ends the unit with `outcome` from the bridge's side (cancelled, dropped, replaced).
+    func end(_ outcome: AsyncTask.Outcome) {
+        endedFromHere(unit.end(outcome))
+    }
+
+    /// The unit was ended by a call made through the operation (`outcome` is `nil` when
+    /// it had already ended). Before the start nothing may observe the unit, so a
+    /// cancellation is passed on here; after it, the observer has heard already and
+    /// this does nothing.
+    private func endedFromHere(_ outcome: AsyncTask.Outcome?) {
+        if let outcome, outcome.isCancellation { unitEnded(outcome) }
     }
 
     /// The outcome of the operation's unit; see ``AsyncTask/outcome``. Cancelling the
@@ -168,7 +183,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     /// The outcome if the operation's unit has ended, `nil` before. Never suspends.
-    public var currentOutcome: AsyncTask.Outcome? { task.currentOutcome }
+    public var currentOutcome: AsyncTask.Outcome? { unit.currentOutcome }
 
     // MARK: Operation state
 
@@ -185,7 +200,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// `true` when the unit was stopped before its work completed: cancelled, replaced,
     /// dropped or timed out (see ``AsyncTask/Outcome/isCancellation``).
     public final override var isCancelled: Bool {
-        task.isCancelled
+        unit.isCancelled
     }
 
     /// Always `true`: the operation is done when ``finish()`` is called, not when
@@ -197,36 +212,23 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// If the operation was cancelled (or dropped, replaced, finished early) before,
     /// it reports `isFinished` without running the closure. A second call does nothing.
     public final override func start() {
-        let alreadyEnded = bridge.withLock { state -> Bool? in
-            guard !state.startRequested else { return nil }
-            state.startRequested = true
-            if state.taskEnded { state.startReported = true }
-            return state.taskEnded
+        guard bridge.withLock({ $0.requestStart() }) else { return }
+        // From here the unit holds the operation until it ends: an executing operation
+        // stays alive until it finished, like any running work.
+        if let outcome = unit.observe(self) {
+            bridge.withLock { $0.skipExecuting() }
+            unitEnded(outcome)  // Does nothing if the operation heard of it before.
+            return reportFinishedIfDue()
         }
-        guard let alreadyEnded else { return }
-        if !alreadyEnded {
-            willChangeValue(forKey: "isExecuting")
-            bridge.withLock {
-                $0.reportsExecuting = true
-                $0.startReported = true
-                // An executing operation stays alive until it finished, like any running work.
-                $0.keepAlive = self
-            }
-            didChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isExecuting")
+        bridge.withLock { $0.reportExecuting() }
+        didChangeValue(forKey: "isExecuting")
+        if let closure {
+            // Does nothing if the unit ended meanwhile (a timeout of zero ends it here).
+            if QueueCore.startReserved(unit) { closure(self) }
+        } else {
             // Does nothing if the unit ended meanwhile, or was added to a queue before.
-            QueueCore.direct(for: task).startNow(task)
-        }
-        reportFinishedIfDue()
-    }
-
-    /// The unit reached its outcome, on the thread that ended it.
-    private func taskEnded(_ outcome: AsyncTask.Outcome) {
-        bridge.withLock { $0.taskEnded = true }
-        if outcome.isCancellation {
-            // Keeps Foundation's own bookkeeping in step: a cancelled operation is ready
-            // at once, so its queue starts it and it finishes even with unfinished
-            // dependencies.
-            super.cancel()
+            QueueCore.startNow(unit)
         }
         reportFinishedIfDue()
     }
@@ -235,32 +237,17 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// `isExecuting` and the unit has ended. Whichever of the two comes last does it;
     /// the claim under the lock makes it exactly once.
     private func reportFinishedIfDue() {
-        let claim = bridge.withLock { state -> Bool? in
-            guard state.startReported, state.taskEnded, !state.finishClaimed else { return nil }
-            state.finishClaimed = true
-            return state.reportsExecuting
-        }
-        guard let wasExecuting = claim else { return }
+        guard let wasExecuting = bridge.withLock({ $0.claimFinish() }) else { return }
         if wasExecuting { willChangeValue(forKey: "isExecuting") }
         willChangeValue(forKey: "isFinished")
-        // A timed-out operation stays alive until its timeout callback has run.
-        let keepForCallback = hasTimeoutCallback && task.currentOutcome?.kind == .timedOut
-        let (keptAlive, observers, tracking) = bridge.withLock { state in
-            state.reportsFinished = true
-            defer {
-                if !keepForCallback { state.keepAlive = nil }
-                state.finishObservers = []
-                state.tracking = nil
-            }
-            return (keepForCallback ? nil : state.keepAlive, state.finishObservers, state.tracking)
-        }
+        let (observers, tracking) = bridge.withLock { $0.reportFinished() }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
-        if let tracking {
-            tracking.queue?.operationFinished(self, name: tracking.name)
-        }
+        tracking?.queue.operationFinished(self, name: tracking?.name)
         for observer in observers { observer() }
-        withExtendedLifetime(keptAlive) {}
+        if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
+            onTimeoutCallback(self)
+        }
     }
 
     /// Registers the ``BackgroundOperationQueue`` that tracks this operation: it is told
@@ -292,47 +279,95 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 }
 
+extension AsyncOperation: UnitObserver {
+    /// The unit reached its outcome, on the thread that ended it; at most once. Keeps
+    /// Foundation's own bookkeeping in step — a cancelled operation is ready at once, so
+    /// its queue starts it and it finishes even with unfinished dependencies — and
+    /// reports `isFinished` if `start()` is already past reporting `isExecuting`.
+    func unitEnded(_ outcome: AsyncTask.Outcome) {
+        guard bridge.withLock({ $0.noteUnitEnded() }) else { return }
+        if outcome.isCancellation { super.cancel() }
+        reportFinishedIfDue()
+    }
+}
+
 /// The operation-side half of the bridge, guarded by the operation's `Mutex`.
 private struct BridgeState {
     /// `start()` was called.
     var startRequested = false
+    /// Something may end the unit before the start: the operation listens to it.
+    var listens = false
     /// `start()` reported `isExecuting` (set between its will/did notifications).
     var reportsExecuting = false
     /// `start()` is past reporting `isExecuting` (or skipped it: the unit had ended).
     var startReported = false
-    /// The unit reached its outcome.
-    var taskEnded = false
+    /// The operation heard that its unit reached its outcome.
+    var unitEnded = false
     /// One caller won the right to report `isFinished`.
     var finishClaimed = false
     /// `isFinished` is `true` (set between its will/did notifications).
     var reportsFinished = false
-    var keepAlive: AsyncOperation?
     var finishObservers: [@Sendable () -> Void] = []
     /// The queue to tell once `isFinished` is reported.
     var tracking: Tracking?
+
+    /// `true` the first time only; from then on the unit holds the operation.
+    mutating func requestStart() -> Bool {
+        guard !startRequested else { return false }
+        startRequested = true
+        listens = true
+        return true
+    }
+
+    /// `true` when the caller must start listening: nothing listens yet.
+    mutating func startListening() -> Bool {
+        guard !listens else { return false }
+        listens = true
+        return true
+    }
+
+    mutating func skipExecuting() {
+        startReported = true
+    }
+
+    mutating func reportExecuting() {
+        reportsExecuting = true
+        startReported = true
+    }
+
+    /// `true` the first time only.
+    mutating func noteUnitEnded() -> Bool {
+        guard !unitEnded else { return false }
+        unitEnded = true
+        return true
+    }
+
+    /// Claims the report of `isFinished` once both halves are done; returns whether
+    /// `isExecuting` was reported, or `nil` when it is not (or no longer) this caller's.
+    mutating func claimFinish() -> Bool? {
+        guard startReported, unitEnded, !finishClaimed else { return nil }
+        finishClaimed = true
+        return reportsExecuting
+    }
+
+    /// `isFinished` becomes `true`; hands out who must hear it.
+    mutating func reportFinished() -> ([@Sendable () -> Void], Tracking?) {
+        reportsFinished = true
+        defer {
+            finishObservers = []
+            tracking = nil
+        }
+        return (finishObservers, tracking)
+    }
 }
 
 /// A ``BackgroundOperationQueue`` tracking an operation under the name it was added with.
+/// The queue is held strongly, as Foundation's own bookkeeping holds an operation's queue
+/// until the operation finished (a weak reference would give the queue a side table and
+/// slow every retain of it).
 private struct Tracking {
-    /// Held weakly, as a queue's own closures would hold it.
-    weak var queue: BackgroundOperationQueue?
+    let queue: BackgroundOperationQueue
     let name: String?
-}
-
-/// A weak reference to the operation for its own unit's work and timeout closures,
-/// which are created before the operation exists. Written once in the initializer,
-/// before the unit can possibly run, under a `Mutex`, hence plainly `Sendable`.
-private final class OperationReference: Sendable {
-    private struct Weak {
-        weak var operation: AsyncOperation?
-    }
-
-    private let storage = Lock(Weak())
-
-    var operation: AsyncOperation? {
-        get { storage.withLock { $0.operation } }
-        set { storage.withLock { $0.operation = newValue } }
-    }
 }
 
 /// The 1.x name of ``UniquenessPolicy``.

@@ -141,15 +141,16 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         }
         // Ends outside the lock: they run the operations' own bookkeeping.
         for operation in dropped {
-            operation.task.end(.dropped)
+            operation.end(.dropped)
         }
         for operation in replaced {
             Self.replace(operation)
         }
         if deliver { deliverTransitions() }
+        // Strong, as Foundation holds an operation's queue until the operation finished.
         for (operation, name) in watched {
-            BridgeQueue.whenFinished(operation) { [weak self] in
-                self?.operationFinished(operation, name: name)
+            BridgeQueue.whenFinished(operation) {
+                self.operationFinished(operation, name: name)
             }
         }
     }
@@ -159,7 +160,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         guard let operation = operation as? AsyncOperation else {
             return operation.cancel()
         }
-        operation.task.end(.replaced)
+        operation.end(.replaced)
     }
 
     /// `operation`, added under `name`, finished: it stops counting as live.
@@ -191,11 +192,15 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
             for transition in transitions {
                 switch transition {
                 case .busy:
+                    // Strong on purpose: a weak reference would give the queue a side
+                    // table and slow every retain of it (Foundation retains a queue
+                    // several times per operation). The cycle through the stored
+                    // assertion ends when the busy period does.
                     let assertion = BackgroundTimeAssertion.begin(
                         named: name ?? "Backgroundable.BackgroundOperationQueue",
                         provider: backgroundTaskProvider
-                    ) { [weak self] in
-                        self?.cancelAllOperations()
+                    ) {
+                        self.cancelAllOperations()
                     }
                     registry.withLock { $0.assertion = assertion }
                     delegate?.backgroundQueueWillStartOperations(self)
@@ -292,7 +297,7 @@ private struct Registry {
     /// lock, then an operation's; never the other way round).
     private static func isLive(_ operation: Operation) -> Bool {
         if let operation = operation as? AsyncOperation {
-            return operation.task.currentOutcome == nil
+            return operation.currentOutcome == nil
         }
         return !operation.isFinished && !operation.isCancelled
     }

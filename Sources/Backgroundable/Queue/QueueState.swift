@@ -288,6 +288,7 @@ struct QueueState {
                 continue
             }
             ready.remove(unit)
+            enqueuedCount -= 1
             if beginExecuting(unit, now: &now, core: core, &effects) {
                 effects.launches.append((unit, work))
             }
@@ -295,33 +296,24 @@ struct QueueState {
         return taken
     }
 
-    /// Admits `unit`, just enqueued in this core, straight to executing, past the ready
-    /// lists and the limit: for the direct executor (unbounded, never suspended).
-    /// Returns the work to run, or `nil` when the unit ended meanwhile or timed out at
-    /// once.
-    mutating func startAtOnce(_ unit: AsyncTask, core: QueueCore, _ effects: inout Effects) -> AsyncTask.Work? {
-        unit.links.location = .arriving
-        enqueuedCount += 1
-        becomeBusyIfIdle(&effects)
-        emit(.enqueued(unit), &effects)
-        guard let work = unit.state.withLock({ $0.start() }) else {
-            detachEnded(unit, &effects)
-            return nil
-        }
+    /// Holds `unit`, which a direct executor has just moved to executing itself, until
+    /// it ends, and arms its deadline: for the bridge's direct cores (unbounded, never
+    /// suspended, nobody listening). Returns `false` when a timeout of zero or less
+    /// ended it at once.
+    mutating func keepDeadline(of unit: AsyncTask, core: QueueCore, _ effects: inout Effects) -> Bool {
         var now: ContinuousClock.Instant?
-        return beginExecuting(unit, now: &now, core: core, &effects) ? work : nil
+        return beginExecuting(unit, now: &now, core: core, &effects)
     }
 
     /// Moves a unit that has just started (`UnitState/start()`), and is out of every
-    /// ready list, to executing: arms its deadline from `now` (read once per batch).
-    /// Returns `false` when a timeout of zero or less ended it at once.
+    /// ready list and count, to executing: arms its deadline from `now` (read once per
+    /// batch). Returns `false` when a timeout of zero or less ended it at once.
     private mutating func beginExecuting(
         _ unit: AsyncTask,
         now: inout ContinuousClock.Instant?,
         core: QueueCore,
         _ effects: inout Effects
     ) -> Bool {
-        enqueuedCount -= 1
         if let timeout = unit.timeout {
             let start = now ?? .now
             now = start

@@ -78,14 +78,15 @@ public final class AsyncTask: Sendable {
         priority: TaskPriority?,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable (AsyncTask) -> Void)?,
-        work: Work
+        work: Work?
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priority?.rawValue ?? 0
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout
-        self.state = Lock(UnitState(phase: .created(work)))
+        // No work: the unit is reserved for a front end that runs its work itself.
+        self.state = Lock(UnitState(phase: work.map { .created($0) } ?? .reserved))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -148,8 +149,16 @@ public final class AsyncTask: Sendable {
     /// before the unit starts, it cancels the unit (as in 1.x). After the unit ended
     /// (a late call from a cancelled or timed-out body) it does nothing.
     public func finish() {
+        finishReportingOutcome()
+    }
+
+    /// ``finish()``, returning the outcome when this call ended the unit (`nil` when it
+    /// had already ended).
+    @discardableResult
+    func finishReportingOutcome() -> Outcome? {
         let ending = state.withLock { $0.finish() }
         ending?.perform(for: self)
+        return ending?.outcome
     }
 
     /// Cancels the unit: before it starts, its work never runs; while it executes, the
@@ -159,10 +168,14 @@ public final class AsyncTask: Sendable {
         end(.cancelled)
     }
 
-    /// The one way every outcome except queue-side ones is reached.
-    func end(_ outcome: Outcome, value: (any Sendable)? = nil) {
+    /// The one way every outcome except queue-side ones is reached. Returns the outcome
+    /// when this call ended the unit, `nil` when it had already ended (or `outcome` does
+    /// not apply to its phase).
+    @discardableResult
+    func end(_ outcome: Outcome, value: (any Sendable)? = nil) -> Outcome? {
         let ending = state.withLock { $0.end(outcome, value: value) }
         ending?.perform(for: self)
+        return ending?.outcome
     }
 
     // MARK: Reading the state
@@ -221,6 +234,12 @@ public final class AsyncTask: Sendable {
         if let outcome = state.withLock({ $0.wait(.callback(callback)) }) {
             callback(outcome)
         }
+    }
+
+    /// Holds `observer` until the unit ends and tells it then, on the thread that ends
+    /// it; or, when the unit has already ended, registers nothing and returns the outcome.
+    func observe(_ observer: any UnitObserver) -> Outcome? {
+        state.withLock { $0.wait(.observer(observer)) }
     }
 
     /// The value an async-style body returned, once the outcome is ``Outcome/finished``.

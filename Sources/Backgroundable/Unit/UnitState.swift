@@ -1,16 +1,28 @@
+/// A front end that must hear when its unit ends (the Operation bridge): held strongly by
+/// the unit until then, with no closure to allocate.
+protocol UnitObserver: AnyObject, Sendable {
+    /// Called at most once, on the thread that ended the unit, outside every lock.
+    func unitEnded(_ outcome: AsyncTask.Outcome)
+}
+
 /// The lifecycle of one unit as a value: pure transitions that say what must be
 /// done once the unit's lock is released (see ``UnitState/Ending``).
 ///
-/// created → enqueued (in exactly one ``QueueCore``) → executing → ended(outcome).
+/// created → enqueued (in exactly one ``QueueCore``) → executing → ended(outcome), or
+/// reserved → executing → ended(outcome) for a unit whose front end runs its work.
 /// The first transition to `ended` wins; every later one returns `nil`, which is what
 /// makes `finish()`, `cancel()`, timeouts and replacement race-free and exactly-once.
 struct UnitState {
     enum Phase {
         case created(AsyncTask.Work)
+        /// Belongs to a front end that runs the work itself (an ``AsyncOperation``): no
+        /// queue admits it, and only that front end starts it.
+        case reserved
         case enqueued(QueueCore, AsyncTask.Work)
-        /// `task` is the wrapping `Task` once it is attached; `parkedBody` is the
+        /// `owner` is the core that forgets the unit when it ends (`nil`: none tracks
+        /// it); `task` is the wrapping `Task` once it is attached; `parkedBody` is the
         /// continuation a callback-style body is suspended on until the unit ends.
-        case executing(QueueCore, task: Task<Void, Never>?, parkedBody: Continuation<Void>?)
+        case executing(QueueCore?, task: Task<Void, Never>?, parkedBody: Continuation<Void>?)
         case ended(AsyncTask.Outcome, value: (any Sendable)?)
     }
 
@@ -18,11 +30,13 @@ struct UnitState {
     enum Waiter {
         case continuation(Continuation<AsyncTask.Outcome>)
         case callback(@Sendable (AsyncTask.Outcome) -> Void)
+        case observer(any UnitObserver)
 
         func resume(with outcome: AsyncTask.Outcome) {
             switch self {
             case .continuation(let continuation): continuation.resume(returning: outcome)
             case .callback(let callback): callback(outcome)
+            case .observer(let observer): observer.unitEnded(outcome)
             }
         }
     }
@@ -74,6 +88,23 @@ struct UnitState {
         return work
     }
 
+    /// created → executing in one step, for an executor that runs the unit at once;
+    /// returns the work to run. `owner` keeps the unit's deadline (`nil` when it has
+    /// none). `nil` when the unit was already handed to a queue or has ended.
+    mutating func startAtOnce(owner: QueueCore?) -> AsyncTask.Work? {
+        guard case .created(let work) = phase else { return nil }
+        phase = .executing(owner, task: nil, parkedBody: nil)
+        return work
+    }
+
+    /// reserved → executing, for the front end that reserved the unit (it runs the work
+    /// itself). `false` when the unit has ended.
+    mutating func startReserved(owner: QueueCore?) -> Bool {
+        guard case .reserved = phase else { return false }
+        phase = .executing(owner, task: nil, parkedBody: nil)
+        return true
+    }
+
     /// Stores the wrapping `Task`. `false` when the unit ended before the task was
     /// attached: the caller must cancel it.
     mutating func attach(_ task: Task<Void, Never>) -> Bool {
@@ -117,7 +148,8 @@ struct UnitState {
         switch (phase, outcome) {
         case (.ended, _):
             return nil
-        case (.created, .cancelled), (.created, .dropped), (.created, .replaced):
+        case (.created, .cancelled), (.created, .dropped), (.created, .replaced),
+            (.reserved, .cancelled), (.reserved, .dropped), (.reserved, .replaced):
             break
         case (.enqueued(let core, _), .cancelled), (.enqueued(let core, _), .replaced),
             (.enqueued(let core, _), .dropped):

@@ -191,6 +191,47 @@ struct AsyncOperationTests {
         #expect(order.all == ["first", "second"])
     }
 
+    /// A cancellation that reaches the unit from outside the operation, before it starts,
+    /// still reaches Foundation at once: a cancelled operation is ready even with an
+    /// unfinished dependency (the operation listens from the moment `task` is read).
+    @Test func cancellingTheUnitBeforeTheStartMakesTheOperationReadyAtOnce() async {
+        let queue = OperationQueue()
+        let never = BlockOperation {}  // never added: the dependency never finishes
+        let ran = Recorder<Int>()
+        let operation = AsyncOperation { operation in
+            ran.append(1)
+            operation.finish()
+        }
+        operation.addDependency(never)
+        queue.addOperation(operation)
+        operation.task.cancel()
+        await waitUntilFinished(operation)
+        #expect(operation.currentOutcome?.kind == .cancelled)
+        #expect(ran.count == 0)
+    }
+
+    /// The unit of an operation made from a closure belongs to it: handing it to a
+    /// ``BackgroundQueue`` first runs nothing (the queue only waits for its outcome), and
+    /// the closure runs once, when the operation starts.
+    @Test func theUnitRunsOnlyThroughItsOperation() async {
+        let (queue, _) = makeQueue()
+        let ran = Recorder<Int>()
+        let operation = AsyncOperation { operation in
+            ran.append(1)
+            operation.finish()
+        }
+        queue.add(operation.task)
+        #expect(!queue.isBusy)
+        #expect(operation.task.currentOutcome == nil && !operation.task.isExecuting)
+        let wrapper = OperationQueue().addTask(operation.task)  // does not run it either
+        #expect(ran.count == 0)
+        OperationQueue().addOperation(operation)
+        #expect(await operation.outcome.kind == .finished)
+        await waitUntilFinished(wrapper)
+        #expect(ran.count == 1)
+        #expect(wrapper.currentOutcome?.kind == .finished)
+    }
+
     @Test func nameIsTheUnitsName() {
         let operation = AsyncOperation(name: "named") { _ in }
         #expect(operation.name == "named")

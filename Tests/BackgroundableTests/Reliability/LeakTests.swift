@@ -178,6 +178,42 @@ struct LeakTests {
         #expect(await released { weakCaptured == nil && weakOperation == nil })
     }
 
+    /// An operation nobody starts holds no cycle: released with its unit and closure,
+    /// whether or not its `task` was read (reading it makes the operation listen to the
+    /// unit, weakly).
+    @Test(arguments: [false, true])
+    func neverStartedOperationsAreReleased(readingTheTask: Bool) async {
+        weak var weakOperation: AsyncOperation?
+        weak var weakUnit: AsyncTask?
+        weak var weakCaptured: Tracked?
+        do {
+            let tracked = Tracked()
+            weakCaptured = tracked
+            let operation = AsyncOperation(name: "never") { operation in
+                withExtendedLifetime(tracked) { operation.finish() }
+            }
+            weakOperation = operation
+            if readingTheTask { weakUnit = operation.task }
+        }
+        #expect(await released { weakCaptured == nil && weakOperation == nil && weakUnit == nil })
+    }
+
+    /// A `BackgroundOperationQueue` is released once its operations finished: its
+    /// operations hold it strongly only until then.
+    @Test func operationQueuesAreReleasedAfterTheirOperationsFinished() async {
+        weak var weakQueue: BackgroundOperationQueue?
+        do {
+            let (operationQueue, _) = makeOperationQueue()
+            weakQueue = operationQueue
+            let operations = (0..<3).map { index in
+                AsyncOperation(name: "op\(index)", timeout: 5) { $0.finish() }
+            }
+            operationQueue.addOperations(operations + [BlockOperation {}], waitUntilFinished: false)
+            await operationQueue.waitUntilIdle()
+        }
+        #expect(await released { weakQueue == nil })
+    }
+
     // MARK: Continuations
 
     // The core parks callers on `UnsafeContinuation`s (awaiting an outcome, a parked
