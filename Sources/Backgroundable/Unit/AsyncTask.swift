@@ -172,7 +172,7 @@ public final class AsyncTask: Sendable {
     /// when this call ended the unit, `nil` when it had already ended (or `outcome` does
     /// not apply to its phase).
     @discardableResult
-    func end(_ outcome: Outcome, value: (any Sendable)? = nil) -> Outcome? {
+    func end(_ outcome: Outcome, value: UnitState.ReturnedValue? = nil) -> Outcome? {
         let ending = state.withLock { $0.end(outcome, value: value) }
         ending?.perform(for: self)
         return ending?.outcome
@@ -242,8 +242,9 @@ public final class AsyncTask: Sendable {
         state.withLock { $0.wait(.observer(observer)) }
     }
 
-    /// The value an async-style body returned, once the outcome is ``Outcome/finished``.
-    var finishedValue: (any Sendable)? {
+    /// The value an async-style body returned, once the outcome is ``Outcome/finished``;
+    /// `nil` when `finish()` ended the unit before its body returned.
+    var returnedValue: UnitState.ReturnedValue? {
         state.withLock {
             if case .ended(_, let value) = $0.phase { value } else { nil }
         }
@@ -293,7 +294,7 @@ public final class AsyncTask: Sendable {
             let current = withUnsafeCurrentTask { $0.map { $0.hashValue | 1 } } ?? 0
             state.withLock { $0.bodyTask = current }
             do {
-                end(.finished, value: try await body())
+                end(.finished, value: UnitState.ReturnedValue(try await body()))
             } catch {
                 end(.failed(error))
             }

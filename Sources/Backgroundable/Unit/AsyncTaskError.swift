@@ -1,11 +1,12 @@
 /// Thrown by ``AsyncTaskHandle/value`` when a unit ended without producing a value
-/// and without an error of its own (it was cancelled, replaced, dropped or timed out).
+/// and without an error of its own (it was cancelled, replaced, dropped or timed out,
+/// or `finish()` ended it before its body returned).
 ///
 /// A struct with static members rather than an enum, so new cases can be added
 /// without breaking callers who switch over it.
 public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
-        case cancelled, replaced, dropped, timedOut
+        case cancelled, replaced, dropped, timedOut, finishedWithoutValue
     }
 
     private let code: Code
@@ -20,6 +21,9 @@ public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible
     public static let dropped = AsyncTaskError(Code.dropped)
     /// Its timeout elapsed.
     public static let timedOut = AsyncTaskError(Code.timedOut)
+    /// ``AsyncTask/finish()`` ended it while its async body was still running: the
+    /// outcome is ``AsyncTask/Outcome/finished``, but there is no value to return.
+    public static let finishedWithoutValue = AsyncTaskError(Code.finishedWithoutValue)
 
     init?(_ outcome: AsyncTask.Outcome) {
         switch outcome {
@@ -37,6 +41,7 @@ public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible
         case .replaced: "the unit was replaced by a newer unit with the same name"
         case .dropped: "the unit was dropped because a live unit had the same name"
         case .timedOut: "the unit timed out"
+        case .finishedWithoutValue: "finish() ended the unit before its body returned a value"
         }
     }
 }

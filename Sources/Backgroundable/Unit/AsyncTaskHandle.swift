@@ -12,7 +12,8 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
     /// The body's return value.
     ///
     /// Suspends until the unit ends. Throws the body's error when it failed, or an
-    /// ``AsyncTaskError`` when it was cancelled, replaced, dropped or timed out.
+    /// ``AsyncTaskError`` when it was cancelled, replaced, dropped or timed out, or when
+    /// ``AsyncTask/finish()`` ended it before its body returned.
     /// Cancelling the awaiting task cancels the unit.
     public var value: Success {
         get async throws {
@@ -25,8 +26,13 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
         get async {
             switch await task.outcome {
             case .finished:
-                // Async-style units always end `finished` with the body's value.
-                .success(task.finishedValue as! Success)
+                // The body's value, unless `finish()` ended the unit before the body
+                // returned. The unit was made from a body returning `Success`.
+                if let returned = task.returnedValue {
+                    .success(returned.value as! Success)
+                } else {
+                    .failure(AsyncTaskError.finishedWithoutValue)
+                }
             case .failed(let error):
                 .failure(error)
             case let outcome:

@@ -133,6 +133,28 @@ struct MisuseTests {
         #expect(operation.isFinished)
     }
 
+    @Test func finishOnARunningAsyncBodyEndsItWithoutAValue() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let release = Signal()
+        let returned = Signal()
+        let handle = queue.addOperation(timeout: nil) { () async -> Int in
+            started.signal()
+            await release.wait()
+            returned.signal()
+            return 42
+        }
+        await started.wait()
+        handle.task.finish()
+        #expect(handle.task.currentOutcome?.kind == .finished)
+        await #expect(throws: AsyncTaskError.finishedWithoutValue) { try await handle.value }
+        #expect(await bystander(on: queue).outcome.kind == .finished)
+        release.signal()
+        await returned.wait()
+        await #expect(throws: AsyncTaskError.finishedWithoutValue) { try await handle.value }
+        await queue.waitUntilIdle()
+    }
+
     @Test func finishFromInsideOnTimeoutIsANoOp() async {
         let (queue, _) = makeQueue()
         let callbacks = Recorder<AsyncTask.Outcome.Kind?>()
