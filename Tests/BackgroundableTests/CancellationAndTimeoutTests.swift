@@ -221,7 +221,7 @@ struct TimeoutTests {
     }
 }
 
-@Suite("Timeout storage")
+@Suite("Timeout storage", .timeLimit(.minutes(1)))
 struct TimeoutStorageTests {
     @Test func timeoutsRoundTripAndHugeOnesClamp() {
         #expect(AsyncTask(timeout: .milliseconds(50)) { _ in }.timeout == .milliseconds(50))
@@ -229,5 +229,27 @@ struct TimeoutStorageTests {
         #expect(AsyncTask { _ in }.timeout == AsyncTask.defaultTimeout)
         #expect(AsyncTask(timeout: .seconds(-1)) { _ in }.timeout == .seconds(-1))
         #expect(AsyncTask(timeout: .seconds(Int64.max)) { _ in }.timeout == .nanoseconds(Int64.max))
+    }
+
+    /// A deadline past what the clock's integers hold saturates instead of wrapping
+    /// around into the past (where the unit would time out at once).
+    @Test func aHugeTimeoutNeverFires() async {
+        let (queue, _) = makeQueue()
+        let release = Signal()
+        let unit = queue.add(timeout: .seconds(Int64.max)) { task in
+            Task {
+                await release.wait()
+                task.finish()
+            }
+        }
+        // A later unit with a short timeout makes the sleeper run past "now" and
+        // expire whatever is due, proving the huge deadline is not.
+        let short = queue.add(timeout: .milliseconds(1)) { _ in }
+        #expect(await short.outcome.kind == .timedOut)
+        #expect(unit.currentOutcome == nil)
+        release.signal()
+        #expect(await unit.outcome.kind == .finished)
+        #expect(ContinuousNanoseconds.deadline(after: 10, .max) == .max)
+        #expect(ContinuousNanoseconds.deadline(after: 10, 5) == 15)
     }
 }

@@ -6,9 +6,10 @@
 /// heap to maintain (a queue rarely uses more than a few distinct timeouts).
 /// Guarded by the queue's lock.
 struct ExecutingLists {
-    private var lists: [(timeout: Duration?, units: UnitList)] = []
+    /// Keyed by ``AsyncTask/timeoutNanoseconds`` (`Int64.min`: no timeout).
+    private var lists: [(timeout: Int64, units: UnitList)] = []
 
-    private mutating func index(for timeout: Duration?) -> Int {
+    private mutating func index(for timeout: Int64) -> Int {
         if let index = lists.firstIndex(where: { $0.timeout == timeout }) { return index }
         lists.append((timeout, UnitList()))
         return lists.count - 1
@@ -17,17 +18,17 @@ struct ExecutingLists {
     /// Appends a unit that has just started; its ``QueueLinks/deadline`` must be set
     /// when it has a timeout.
     mutating func append(_ unit: AsyncTask) {
-        lists[index(for: unit.timeout)].units.append(unit)
+        lists[index(for: unit.timeoutNanoseconds)].units.append(unit)
     }
 
     mutating func remove(_ unit: AsyncTask) {
-        lists[index(for: unit.timeout)].units.remove(unit)
+        lists[index(for: unit.timeoutNanoseconds)].units.remove(unit)
     }
 
     /// The earliest deadline of any executing unit, `nil` when none has a timeout.
-    var earliestDeadline: ContinuousClock.Instant? {
-        var earliest: ContinuousClock.Instant?
-        for list in lists where list.timeout != nil {
+    var earliestDeadline: Int64? {
+        var earliest: Int64?
+        for list in lists where list.timeout != .min {
             if let head = list.units.first, earliest.map({ head.links.deadline < $0 }) ?? true {
                 earliest = head.links.deadline
             }
@@ -36,9 +37,9 @@ struct ExecutingLists {
     }
 
     /// The units whose deadline is at or before `now`.
-    func expired(at now: ContinuousClock.Instant) -> [AsyncTask] {
+    func expired(at now: Int64) -> [AsyncTask] {
         var expired: [AsyncTask] = []
-        for list in lists where list.timeout != nil {
+        for list in lists where list.timeout != .min {
             var cursor = list.units.first
             while let unit = cursor, unit.links.deadline <= now {
                 expired.append(unit)

@@ -14,7 +14,6 @@ struct QueueLinks {
         case executing
     }
 
-    var location = Location.none
     /// Neighbours in a ready list or an executing list.
     var next: AsyncTask?
     unowned(unsafe) var previous: AsyncTask?
@@ -23,11 +22,10 @@ struct QueueLinks {
     /// as long as the predecessor holds this unit.
     var successor: AsyncTask?
     unowned(unsafe) var predecessor: AsyncTask?
-    /// When an executing unit with a timeout times out.
-    var deadline = QueueLinks.unsetDeadline
-
-    /// A placeholder read once per process, so creating a unit never reads the clock.
-    static let unsetDeadline = ContinuousClock.now
+    /// When an executing unit with a timeout times out (see ``ContinuousNanoseconds``).
+    var deadline: Int64 = 0
+    /// Last, so that it packs with the unit's small fields after the links.
+    var location = Location.none
 }
 
 /// An intrusive FIFO list of units threaded through ``QueueLinks/next`` and

@@ -66,7 +66,7 @@ extension QueueCore {
         _ unit: AsyncTask,
         _ begin: (inout UnitState, QueueCore?) -> Started?
     ) -> Started? {
-        guard unit.timeout != nil else {
+        guard unit.hasTimeout else {
             return unit.state.withLock { begin(&$0, nil) }
         }
         let core = direct(for: unit)

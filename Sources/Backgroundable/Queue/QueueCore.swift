@@ -138,15 +138,15 @@ final class QueueCore: Sendable {
 
     /// The body of the queue's one sleeper task: wakes at the earliest deadline, times
     /// out what is due, and sleeps again until no deadline is left.
-    func sleep(id: UInt64, until deadline: ContinuousClock.Instant) async {
+    func sleep(id: UInt64, until deadline: Int64) async {
         var deadline = deadline
         while true {
             // Cancellation means an earlier deadline superseded this sleeper;
             // `expireDeadlines` then sees a stale id and stops it.
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            var next: ContinuousClock.Instant?
+            await ContinuousNanoseconds.sleep(until: deadline)
+            var next: Int64?
             transition { state, effects in
-                next = state.expireDeadlines(sleeper: id, now: .now, core: self, &effects)
+                next = state.expireDeadlines(sleeper: id, now: ContinuousNanoseconds.now(), core: self, &effects)
             }
             guard let next else { return }
             deadline = next

@@ -32,7 +32,7 @@ struct Effects {
 struct QueueState {
     struct Sleeper {
         let id: UInt64
-        var deadline: ContinuousClock.Instant
+        var deadline: Int64
         let task: Task<Void, Never>
     }
 
@@ -280,7 +280,7 @@ struct QueueState {
     /// the queue is not suspended and below its limit. Returns how many units it took.
     mutating func popStartable(max: Int, core: QueueCore, _ effects: inout Effects) -> Int {
         var taken = 0
-        var now: ContinuousClock.Instant?
+        var now: Int64?
         while taken < max, suspensions == 0, executingCount < limit, let unit = ready.first {
             taken += 1
             guard let work = unit.state.withLock({ $0.start() }) else {
@@ -301,7 +301,7 @@ struct QueueState {
     /// suspended, nobody listening). Returns `false` when a timeout of zero or less
     /// ended it at once.
     mutating func keepDeadline(of unit: AsyncTask, core: QueueCore, _ effects: inout Effects) -> Bool {
-        var now: ContinuousClock.Instant?
+        var now: Int64?
         return beginExecuting(unit, now: &now, core: core, &effects)
     }
 
@@ -310,20 +310,21 @@ struct QueueState {
     /// batch). Returns `false` when a timeout of zero or less ended it at once.
     private mutating func beginExecuting(
         _ unit: AsyncTask,
-        now: inout ContinuousClock.Instant?,
+        now: inout Int64?,
         core: QueueCore,
         _ effects: inout Effects
     ) -> Bool {
-        if let timeout = unit.timeout {
-            let start = now ?? .now
+        let timeout = unit.timeoutNanoseconds
+        if unit.hasTimeout {
+            let start = now ?? ContinuousNanoseconds.now()
             now = start
-            unit.links.deadline = start + timeout
+            unit.links.deadline = ContinuousNanoseconds.deadline(after: start, timeout)
         }
         unit.links.location = .executing
         executing.append(unit)
         executingCount += 1
-        if let timeout = unit.timeout {
-            guard timeout > .zero else {
+        if unit.hasTimeout {
+            guard timeout > 0 else {
                 end(unit, .timedOut, &effects)
                 return false
             }
@@ -337,7 +338,7 @@ struct QueueState {
 
     /// Makes sure a sleeper wakes up by `deadline`. One sleeper per queue, replaced
     /// only when a new deadline is earlier than the one it sleeps for.
-    private mutating func armSleeper(for deadline: ContinuousClock.Instant, core: QueueCore) {
+    private mutating func armSleeper(for deadline: Int64, core: QueueCore) {
         if let sleeper, sleeper.deadline <= deadline { return }
         sleeper?.task.cancel()
         sleeperIDs += 1
@@ -353,10 +354,10 @@ struct QueueState {
     /// sleep for, or `nil` when the sleeper `id` should stop.
     mutating func expireDeadlines(
         sleeper id: UInt64,
-        now: ContinuousClock.Instant,
+        now: Int64,
         core: QueueCore,
         _ effects: inout Effects
-    ) -> ContinuousClock.Instant? {
+    ) -> Int64? {
         guard sleeper?.id == id else { return nil }  // superseded by an earlier deadline
         for unit in executing.expired(at: now) {
             if let ending = unit.state.withLock({ $0.end(.timedOut, ownerKnows: true) }) {

@@ -48,21 +48,18 @@ public final class AsyncTask: Sendable {
     public var priority: TaskPriority? {
         priorityRawValue == 0 ? nil : TaskPriority(rawValue: priorityRawValue)
     }
-    /// ``priority`` as its raw value, 0 for none (the runtime's "unspecified"): the
-    /// `Optional` of the resilient `TaskPriority` is read through runtime calls, and the
-    /// queue reads the priority of every unit it links.
-    let priorityRawValue: UInt8
     /// How long the unit may execute before it times out; `nil` for never.
     public var timeout: Duration? {
-        timeoutNanoseconds == .min ? nil : .nanoseconds(timeoutNanoseconds)
+        hasTimeout ? .nanoseconds(timeoutNanoseconds) : nil
     }
-    /// ``timeout`` in 8 bytes instead of 24 (`Int64.min` for none): every pending unit
-    /// carries it.
-    private let timeoutNanoseconds: Int64
-    /// What a queue does when a live unit already has this unit's name.
-    public let uniquenessPolicy: UniquenessPolicy
+    /// ``timeout`` in 8 bytes instead of 24, and plain integers for the queue's
+    /// deadline arithmetic; `Int64.min` for none.
+    let timeoutNanoseconds: Int64
+    var hasTimeout: Bool { timeoutNanoseconds != .min }
 
-    let onTimeout: (@Sendable (AsyncTask) -> Void)?
+    /// Runs once after the unit timed out. Boxed: few units have one, and the optional
+    /// closure inline would take 16 bytes in every unit.
+    let onTimeout: TimeoutCallback?
     let state: Lock<UnitState>
 
     /// Scheduling links, read and written only by the owning queue under its lock.
@@ -71,6 +68,17 @@ public final class AsyncTask: Sendable {
     /// (``UnitState/enqueue(in:)`` admits it once) and that queue touches these
     /// fields only while holding its own lock.
     @exclusivity(unchecked) nonisolated(unsafe) var links = QueueLinks()
+
+    // The one-byte fields come last, where they pack with the end of `links` (stored
+    // properties are laid out in declaration order): every pending unit is one
+    // allocation, and a smaller one.
+
+    /// What a queue does when a live unit already has this unit's name.
+    public let uniquenessPolicy: UniquenessPolicy
+    /// ``priority`` as its raw value, 0 for none (the runtime's "unspecified"): the
+    /// `Optional` of the resilient `TaskPriority` is read through runtime calls, and the
+    /// queue reads the priority of every unit it links.
+    let priorityRawValue: UInt8
 
     init(
         name: String?,
@@ -84,7 +92,7 @@ public final class AsyncTask: Sendable {
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priority?.rawValue ?? 0
         self.uniquenessPolicy = uniquenessPolicy
-        self.onTimeout = onTimeout
+        self.onTimeout = onTimeout.map(TimeoutCallback.init)
         // No work: the unit is reserved for a front end that runs its work itself.
         self.state = Lock(UnitState(phase: work.map { .created($0) } ?? .reserved))
     }
@@ -131,8 +139,16 @@ public final class AsyncTask: Sendable {
                 onTimeout: onTimeout, work: .operation { try await body() }))
     }
 
-    /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years).
+    /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default
+    /// timeout, which most units have, is converted once (`components` divides 128-bit
+    /// integers).
     private static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration == defaultTimeout ? defaultTimeoutNanoseconds : convert(duration)
+    }
+
+    private static let defaultTimeoutNanoseconds = convert(defaultTimeout)
+
+    private static func convert(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return seconds < 0 ? .min + 1 : .max }
@@ -302,6 +318,15 @@ public final class AsyncTask: Sendable {
     }
 }
 
+/// A unit's `onTimeout` closure, in a box of its own (see ``AsyncTask/onTimeout``).
+final class TimeoutCallback: Sendable {
+    let body: @Sendable (AsyncTask) -> Void
+
+    init(_ body: @escaping @Sendable (AsyncTask) -> Void) {
+        self.body = body
+    }
+}
+
 extension AsyncTask: CustomStringConvertible {
     public var description: String {
         "AsyncTask(\(name.map { "\"\($0)\"" } ?? "unnamed"), \(currentOutcome.map { "\($0)" } ?? (isExecuting ? "executing" : "pending")))"
@@ -320,7 +345,7 @@ extension UnitState.Ending {
             waiter.resume(with: outcome)
         }
         if case .timedOut = outcome {
-            unit.onTimeout?(unit)
+            unit.onTimeout?.body(unit)
         }
     }
 }

@@ -1,0 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The clock `ContinuousClock` reads (it keeps counting while the system sleeps), as
+/// whole nanoseconds: deadlines in 8 bytes of plain integer, where a
+/// `ContinuousClock.Instant` is 16 bytes of a resilient type, copied and compared
+/// through runtime calls. Every executing unit with a timeout carries its deadline in
+/// these units, and the queue compares them under its lock.
+enum ContinuousNanoseconds {
+    /// Now, read from the system clock (the same one `ContinuousClock.now` reads).
+    static func now() -> Int64 {
+        #if canImport(Darwin)
+        Int64(clamping: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW))
+        #else
+        var time = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &time)
+        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+        #endif
+    }
+
+    /// `start` plus `duration`, clamped to `Int64.max` (a timeout of centuries).
+    static func deadline(after start: Int64, _ duration: Int64) -> Int64 {
+        let (sum, overflow) = start.addingReportingOverflow(duration)
+        return overflow ? .max : sum
+    }
+
+    /// Suspends until `deadline` has passed on this clock, or the calling task is
+    /// cancelled (then it returns early).
+    static func sleep(until deadline: Int64) async {
+        let remaining = deadline &- now()
+        guard remaining > 0 else { return }
+        try? await Task.sleep(for: .nanoseconds(remaining), clock: .continuous)
+    }
+}
