@@ -96,7 +96,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         self.unit = AsyncTask(
             name: name,
             timeout: Self.duration(timeout),
-            priority: nil,
+            priorityRawValue: 0,
             uniquenessPolicy: uniquenessPolicy,
             onTimeout: nil,
             work: nil
@@ -243,7 +243,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         let (observers, tracking) = bridge.withLock { $0.reportFinished() }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
-        tracking?.queue.operationFinished(self, name: tracking?.name)
+        if let tracking { tracking.queue.operationFinished(self, name: tracking.name) }
         for observer in observers { observer() }
         if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
             onTimeoutCallback(self)

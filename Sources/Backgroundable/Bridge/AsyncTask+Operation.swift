@@ -34,7 +34,7 @@ extension AsyncTask {
     ) {
         let adopted = AdoptedOperation(operation)
         self.init(
-            name: name ?? operation.name, timeout: timeout, priority: priority,
+            name: name ?? operation.name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
             uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout,
             work: .callback { task in adopted.run(for: task) })
         onEnd { outcome in adopted.unitEnded(outcome) }

@@ -118,8 +118,8 @@ public actor BackgroundQueue {
     ) -> AsyncTask {
         add(
             AsyncTask(
-                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-                onTimeout: onTimeout, work))
+                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work)))
     }
 
     /// Creates and adds an async-style unit: done when `body` returns or throws.

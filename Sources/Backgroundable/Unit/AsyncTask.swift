@@ -80,17 +80,20 @@ public final class AsyncTask: Sendable {
     /// queue reads the priority of every unit it links.
     let priorityRawValue: UInt8
 
+    /// The one initializer. Takes the priority as ``priorityRawValue``: callers convert
+    /// the public `TaskPriority?` once, where it arrives (every copy of that resilient
+    /// optional on the way down is a runtime call).
     init(
         name: String?,
         timeout: Duration?,
-        priority: TaskPriority?,
+        priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable (AsyncTask) -> Void)?,
         work: Work?
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
-        self.priorityRawValue = priority?.rawValue ?? 0
+        self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout.map(TimeoutCallback.init)
         // No work: the unit is reserved for a front end that runs its work itself.
@@ -116,8 +119,8 @@ public final class AsyncTask: Sendable {
         _ work: @escaping @Sendable (AsyncTask) -> Void
     ) {
         self.init(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, work: .callback(work))
+            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+            uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work))
     }
 
     /// Creates an async-style unit: it is done when `body` returns (outcome
@@ -135,8 +138,8 @@ public final class AsyncTask: Sendable {
     ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
             AsyncTask(
-                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-                onTimeout: onTimeout, work: .operation { try await body() }))
+                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .operation { try await body() }))
     }
 
     /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default
