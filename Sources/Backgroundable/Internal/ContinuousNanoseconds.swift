@@ -12,15 +12,15 @@ import Darwin
 /// through runtime calls. Every executing unit with a timeout carries its deadline in
 /// these units, and the queue compares them under its lock.
 enum ContinuousNanoseconds {
-    /// Now, read from the system clock (the same one `ContinuousClock.now` reads).
+    /// Now, read from the system clock `ContinuousClock.now` reads.
     static func now() -> Int64 {
-        #if canImport(Darwin)
-        Int64(clamping: clock_gettime_nsec_np(CLOCK_MONOTONIC_RAW))
-        #else
         var time = timespec()
+        #if canImport(Darwin)
+        clock_gettime(CLOCK_MONOTONIC_RAW, &time)
+        #else
         clock_gettime(CLOCK_BOOTTIME, &time)
-        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
         #endif
+        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
     }
 
     /// `start` plus `duration`, clamped to `Int64.max` (a timeout of centuries).
