@@ -164,10 +164,11 @@ struct TimeoutTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let release = Signal()
         let blocker = queue.addOperation(timeout: nil) { await release.wait() }
-        let waiting = queue.add(timeout: .milliseconds(300)) { $0.finish() }
+        // A timeout long enough for a sanitizer build to start the body once released.
+        let waiting = queue.add(timeout: .seconds(1)) { $0.finish() }
         // Waiting longer than the timeout before starting does not time it out.
         let start = ContinuousClock.now
-        while ContinuousClock.now - start < .milliseconds(350) { await Task.yield() }
+        while ContinuousClock.now - start < .milliseconds(1_050) { await Task.yield() }
         #expect(waiting.currentOutcome == nil)
         release.signal()
         _ = await blocker.outcome
