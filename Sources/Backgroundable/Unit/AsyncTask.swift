@@ -59,7 +59,7 @@ public final class AsyncTask: Sendable {
 
     /// Runs once after the unit timed out. Boxed: few units have one, and the optional
     /// closure inline would take 16 bytes in every unit.
-    let onTimeout: TimeoutCallback?
+    let onTimeout: Boxed<@Sendable (AsyncTask) -> Void>?
     let state: Lock<UnitState>
 
     /// Scheduling links, read and written only by the owning queue under its lock.
@@ -95,7 +95,7 @@ public final class AsyncTask: Sendable {
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
-        self.onTimeout = onTimeout.map(TimeoutCallback.init)
+        self.onTimeout = onTimeout.map(Boxed.init)
         // No work: the unit is reserved for a front end that runs its work itself.
         self.state = Lock(UnitState(phase: work.map { .created($0) } ?? .reserved))
     }
@@ -191,7 +191,7 @@ public final class AsyncTask: Sendable {
     /// when this call ended the unit, `nil` when it had already ended (or `outcome` does
     /// not apply to its phase).
     @discardableResult
-    func end(_ outcome: Outcome, value: UnitState.ReturnedValue? = nil) -> Outcome? {
+    func end(_ outcome: Outcome, value: Boxed<any Sendable>? = nil) -> Outcome? {
         let ending = state.withLock { $0.end(outcome, value: value) }
         ending?.perform(for: self)
         return ending?.outcome
@@ -263,7 +263,7 @@ public final class AsyncTask: Sendable {
 
     /// The value an async-style body returned, once the outcome is ``Outcome/finished``;
     /// `nil` when `finish()` ended the unit before its body returned.
-    var returnedValue: UnitState.ReturnedValue? {
+    var returnedValue: Boxed<any Sendable>? {
         state.withLock {
             if case .ended(_, let value) = $0.phase { value } else { nil }
         }
@@ -313,20 +313,11 @@ public final class AsyncTask: Sendable {
             let current = withUnsafeCurrentTask { $0.map { $0.hashValue | 1 } } ?? 0
             state.withLock { $0.bodyTask = current }
             do {
-                end(.finished, value: UnitState.ReturnedValue(try await body()))
+                end(.finished, value: Boxed(try await body()))
             } catch {
                 end(.failed(error))
             }
         }
-    }
-}
-
-/// A unit's `onTimeout` closure, in a box of its own (see ``AsyncTask/onTimeout``).
-final class TimeoutCallback: Sendable {
-    let body: @Sendable (AsyncTask) -> Void
-
-    init(_ body: @escaping @Sendable (AsyncTask) -> Void) {
-        self.body = body
     }
 }
 
@@ -348,7 +339,7 @@ extension UnitState.Ending {
             waiter.resume(with: outcome)
         }
         if case .timedOut = outcome {
-            unit.onTimeout?.body(unit)
+            unit.onTimeout?.value(unit)
         }
     }
 }

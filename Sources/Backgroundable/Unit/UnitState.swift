@@ -23,17 +23,9 @@ struct UnitState {
         /// it); `task` is the wrapping `Task` once it is attached; `parkedBody` is the
         /// continuation a callback-style body is suspended on until the unit ends.
         case executing(QueueCore?, task: Task<Void, Never>?, parkedBody: Continuation<Void>?)
-        case ended(AsyncTask.Outcome, value: ReturnedValue?)
-    }
-
-    /// The value an async-style body returned, boxed: inline, the existential would make
-    /// the phase 16 bytes larger and every copy of it a call into the runtime.
-    final class ReturnedValue: Sendable {
-        let value: any Sendable
-
-        init(_ value: any Sendable) {
-            self.value = value
-        }
+        /// `value` is what an async-style body returned. Boxed: inline, the existential
+        /// would make the phase 16 bytes larger and every copy of it a runtime call.
+        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
     }
 
     /// Someone waiting for the outcome.
@@ -149,7 +141,7 @@ struct UnitState {
     /// executing cannot finish, fail or time out; only an arriving unit can be dropped).
     mutating func end(
         _ outcome: AsyncTask.Outcome,
-        value: ReturnedValue? = nil,
+        value: Boxed<any Sendable>? = nil,
         ownerKnows: Bool = false
     ) -> Ending? {
         var owner: QueueCore?
