@@ -67,19 +67,42 @@ final class Countdown: @unchecked Sendable {
     }
 }
 
-/// Runs `body` on a fresh thread and waits for it: measurements that block (waiting
-/// for work to drain) must not block the cooperative pool that runs the work.
-func onDedicatedThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
-    nonisolated(unsafe) var result: T?
-    let finished = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        result = body()
-        finished.signal()
+/// The one thread every repetition runs on, started once.
+///
+/// Measurements block (waiting for work to drain), so they must not run on the
+/// cooperative pool that runs the work. They all run on this one long-lived thread, as
+/// an app's enqueues come from its long-lived threads: a fresh thread per repetition
+/// would get a fresh malloc arena too, and every repetition would start from a cold
+/// heap, paying page faults that depend on how many arenas happen to be free.
+final class MeasuringThread: @unchecked Sendable {
+    // @unchecked: `job` is written by the caller before `jobReady.signal()` and read by
+    // the thread after `jobReady.wait()`; the semaphores order every access.
+    private var job: (@Sendable () -> Void)?
+    private let jobReady = DispatchSemaphore(value: 0)
+    private let jobDone = DispatchSemaphore(value: 0)
+
+    init() {
+        // The thread keeps `self` for the life of the process: it never exits.
+        let thread = Thread { [self] in
+            while true {
+                jobReady.wait()
+                job?()
+                job = nil
+                jobDone.signal()
+            }
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
     }
-    thread.stackSize = 8 << 20
-    thread.start()
-    finished.wait()
-    return result!
+
+    /// Runs `body` on the measuring thread and waits for its result.
+    func run<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        nonisolated(unsafe) var result: T?
+        job = { result = body() }
+        jobReady.signal()
+        jobDone.wait()
+        return result!
+    }
 }
 
 /// Runs a blocking wait for async work from synchronous code.

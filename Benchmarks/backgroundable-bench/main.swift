@@ -54,18 +54,19 @@ func progress(_ text: String) {
     }
 }
 
+let measuringThread = MeasuringThread()
 var results: [Measurement] = []
 for (index, scenario) in scenarios.enumerated() {
     let isMemory = scenario.unit == "bytes/unit"
     let count = isMemory ? 1 : repetitions
     if stderrIsTerminal { progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): warm-up") }
-    if !isMemory { _ = onDedicatedThread { scenario.run(units) } }
+    if !isMemory { _ = measuringThread.run { scenario.run(units) } }
     var samples: [Double] = []
     for repetition in 0..<count {
         if stderrIsTerminal || repetition == 0 {
             progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): \(repetition + 1)/\(count)")
         }
-        samples.append(onDedicatedThread { scenario.run(units) })
+        samples.append(measuringThread.run { scenario.run(units) })
     }
     results.append(Measurement(id: scenario.id, unit: scenario.unit, samples: samples))
 }
