@@ -1,12 +1,18 @@
 /// Live units by name, for O(1) deduplication: one probe sequence to check and
 /// register, one to remove. Guarded by the queue's lock.
 ///
-/// An open-addressing hash table (linear probing, backward-shift deletion, at most
-/// half full) of slots holding a name's hash and its units. The units carry
-/// their own name, so the table stores no strings: a probe compares integers and
-/// reads a unit only when the hashes match, and growing the table moves slots without
-/// hashing a name again or touching a unit. The cost of a lookup stays flat however
-/// many names are live.
+/// `entries` holds each registered name's units with the name's hash; positions freed
+/// when a name goes away are reused. `slots` is an open-addressing
+/// table (linear probing, backward-shift deletion, at most half full) of 8-byte slots,
+/// each packing the low half of a name's hash with the position of its entry.
+///
+/// A lookup reads one random place: the table. It touches the entry only when the
+/// hash halves match, and a unit only when the full hashes match too. Keeping the
+/// randomly read part to 8 bytes a slot is what keeps it in cache when many names are
+/// live, while every other unit written streams through the cache. The units carry
+/// their own names, so nothing here stores a string, and growing the table moves slots
+/// without reading an entry or hashing a name again. The cost of a lookup stays flat
+/// however many names are live.
 struct NameIndex {
     /// The units registered under one name. Nearly every name is held by one unit;
     /// only ``UniquenessPolicy/ignore`` units can share one, so the common case needs
@@ -67,13 +73,17 @@ struct NameIndex {
         }
     }
 
-    private struct Slot {
-        var hash = 0
-        var entry = Entry.none
+    private struct Registered {
+        var hash: Int
+        var entry: Entry
     }
 
-    /// A power of two long, or empty until the first name arrives.
-    private var slots: [Slot] = []
+    private var entries: [Registered] = []
+    /// Positions in `entries` whose name went away, reused before `entries` grows.
+    private var freePositions: [Int] = []
+    /// A power of two long, or empty until the first name arrives. 0 is an empty slot;
+    /// see ``slot(hash:position:)``.
+    private var slots: [UInt64] = []
     private var occupied = 0
 
     /// Runs `body` on the entry for `name`, created empty if needed, in place: one
@@ -83,17 +93,27 @@ struct NameIndex {
             grow()
         }
         let hash = name.hashValue
-        let index = probe(name, hash: hash)
-        let wasEmpty = isEmpty(index)
-        let result = body(&slots[index].entry)
-        switch (wasEmpty, isEmpty(index)) {
-        case (true, false):
-            slots[index].hash = hash
+        let (index, found) = probe(name, hash: hash)
+        if let position = found {
+            let result = body(&entries[position].entry)
+            if case .none = entries[position].entry {
+                vacate(index, position: position)
+            }
+            return result
+        }
+        // Registered in place, so that the body's changes need no copy.
+        let position = freePositions.popLast() ?? entries.count
+        if position == entries.count {
+            entries.append(Registered(hash: hash, entry: .none))
+        } else {
+            entries[position].hash = hash
+        }
+        let result = body(&entries[position].entry)
+        if case .none = entries[position].entry {
+            recycle(position)
+        } else {
+            slots[index] = Self.slot(hash: hash, position: position)
             occupied += 1
-        case (false, true):
-            vacate(index)
-        default:
-            break
         }
         return result
     }
@@ -101,11 +121,11 @@ struct NameIndex {
     /// Unregisters `unit` from `name`; nothing happens when it is not registered.
     mutating func remove(_ unit: AsyncTask, name: String) {
         guard !slots.isEmpty else { return }
-        let index = probe(name, hash: name.hashValue)
-        guard !isEmpty(index) else { return }
-        slots[index].entry.remove(unit)
-        if isEmpty(index) {
-            vacate(index)
+        let (index, found) = probe(name, hash: name.hashValue)
+        guard let position = found else { return }
+        entries[position].entry.remove(unit)
+        if case .none = entries[position].entry {
+            vacate(index, position: position)
         }
     }
 
@@ -113,51 +133,73 @@ struct NameIndex {
 
     private var mask: Int { slots.count - 1 }
 
-    private func isEmpty(_ index: Int) -> Bool {
-        if case .none = slots[index].entry { return true }
-        return false
+    /// A slot: the low 32 bits of the hash above the entry's position plus one, so
+    /// that no occupied slot is 0. The hash half is the slot's home too, as long as
+    /// the table has at most 2³² slots.
+    private static func slot(hash: Int, position: Int) -> UInt64 {
+        UInt64(UInt32(truncatingIfNeeded: hash)) << 32 | UInt64(position + 1)
     }
 
-    /// The slot of `name`, or the empty slot that ends its probe sequence.
-    private func probe(_ name: String, hash: Int) -> Int {
+    private func home(of slot: UInt64) -> Int {
+        Int(truncatingIfNeeded: slot >> 32) & mask
+    }
+
+    /// The slot of `name` and the position of its entry, or the empty slot that ends
+    /// its probe sequence and `nil`.
+    private func probe(_ name: String, hash: Int) -> (index: Int, position: Int?) {
+        let hashHalf = UInt64(UInt32(truncatingIfNeeded: hash))
         var index = hash & mask
-        while !isEmpty(index) {
-            if slots[index].hash == hash, slots[index].entry.name == name {
-                return index
+        while case let slot = slots[index], slot != 0 {
+            if slot >> 32 == hashHalf {
+                let position = Int(truncatingIfNeeded: slot & 0xFFFF_FFFF) - 1
+                if entries[position].hash == hash, entries[position].entry.name == name {
+                    return (index, position)
+                }
             }
             index = (index + 1) & mask
         }
-        return index
+        return (index, nil)
     }
 
-    /// Empties the slot at `hole` and shifts later members of its cluster back, so
-    /// that every probe sequence still reaches its slot without tombstones.
-    private mutating func vacate(_ hole: Int) {
+    /// Frees the entry at `position` and empties the slot at `hole`, shifting later
+    /// members of its cluster back, so that every probe sequence still reaches its
+    /// slot without tombstones.
+    private mutating func vacate(_ hole: Int, position: Int) {
+        occupied -= 1
+        recycle(position)
         var hole = hole
+        slots[hole] = 0
         var next = (hole + 1) & mask
-        while !isEmpty(next) {
-            let home = slots[next].hash & mask
+        while slots[next] != 0 {
             // The slot at `next` may fill the hole when its home is not after the hole
             // (cyclically): its probe sequence passes through the hole.
-            if (next - home) & mask >= (next - hole) & mask {
+            if (next - home(of: slots[next])) & mask >= (next - hole) & mask {
                 slots.swapAt(hole, next)
                 hole = next
             }
             next = (next + 1) & mask
         }
-        occupied -= 1
     }
 
-    /// Doubles the table (16 slots at first), moving every entry to its new slot.
+    /// Makes the empty entry at `position` available again.
+    private mutating func recycle(_ position: Int) {
+        if occupied == 0 {
+            // Start again from the front, so that new entries are written in order.
+            entries.removeAll(keepingCapacity: true)
+            freePositions.removeAll(keepingCapacity: true)
+        } else {
+            freePositions.append(position)
+        }
+    }
+
+    /// Doubles the table (16 slots at first), moving every slot to its new place.
     private mutating func grow() {
-        var old: [Slot] = Array(repeating: Slot(), count: max(16, slots.count * 2))
-        swap(&old, &slots)
-        for index in old.indices {
-            var slot = Slot()
-            swap(&slot, &old[index])
-            if case .none = slot.entry { continue }
-            var target = slot.hash & mask
-            while !isEmpty(target) {
+        let old = slots
+        slots = Array(repeating: 0, count: max(16, old.count * 2))
+        precondition(slots.count <= 1 << 32, "NameIndex: more than 2³¹ live names")
+        for slot in old where slot != 0 {
+            var target = home(of: slot)
+            while slots[target] != 0 {
                 target = (target + 1) & mask
             }
             slots[target] = slot

@@ -1,10 +1,12 @@
 @testable import Backgroundable
 import Testing
 
-/// The name index is an open-addressing table with backward-shift deletion: these
-/// tests compare it with a plain dictionary through long random sequences of
-/// registrations and removals, so that clusters, wrap-around at the end of the table,
-/// growth and shifted deletions are all exercised.
+/// The name index is an open-addressing table with backward-shift deletion whose
+/// slots keep half of each name's hash: these tests compare it with a plain dictionary
+/// through long random sequences of registrations and removals, so that clusters,
+/// wrap-around at the end of the table, growth, shifted deletions and reused entry
+/// positions are all exercised, and check that names sharing a slot's hash half stay
+/// apart.
 @Suite("Name index")
 struct NameIndexTests {
     private func unit(_ name: String) -> AsyncTask {
@@ -63,5 +65,33 @@ struct NameIndexTests {
         // The slot is free again: the name can be registered anew.
         index.withEntry("a") { $0.append(registered) }
         #expect(units("a", in: &index) == [ObjectIdentifier(registered)])
+    }
+
+    @Test func namesWhoseSlotsKeepTheSameHashHalfStayApart() throws {
+        // Hashes are seeded per process, so find two such names here: among 2¹⁸ names
+        // about eight pairs share the low 32 bits of their hash.
+        let (first, second) = try #require(namesSharingTheirHashHalf())
+        var index = NameIndex()
+        let firstUnit = unit(first)
+        let secondUnit = unit(second)
+        index.withEntry(first) { $0.append(firstUnit) }
+        index.withEntry(second) { $0.append(secondUnit) }
+        #expect(units(first, in: &index) == [ObjectIdentifier(firstUnit)])
+        #expect(units(second, in: &index) == [ObjectIdentifier(secondUnit)])
+
+        index.remove(firstUnit, name: first)
+        #expect(units(first, in: &index).isEmpty)
+        #expect(units(second, in: &index) == [ObjectIdentifier(secondUnit)])
+    }
+
+    private func namesSharingTheirHashHalf() -> (String, String)? {
+        var seen: [UInt32: String] = [:]
+        for number in 0..<(1 << 18) {
+            let name = "name-\(number)"
+            if let other = seen.updateValue(name, forKey: UInt32(truncatingIfNeeded: name.hashValue)) {
+                return (other, name)
+            }
+        }
+        return nil
     }
 }
