@@ -54,21 +54,30 @@ func progress(_ text: String) {
     }
 }
 
+// Memory first, on the cleanest heap. Then the timed scenarios in rounds: a warm-up
+// round, then one round per repetition, each running every timed scenario once. This
+// machine has slow stretches lasting seconds; run back to back, a scenario's whole series
+// could fall into one while its baseline's misses it. Interleaved, both see the same
+// stretches, and the ratio of their medians compares like with like.
 let measuringThread = MeasuringThread()
-var results: [Measurement] = []
-for (index, scenario) in scenarios.enumerated() {
-    let isMemory = scenario.unit == "bytes/unit"
-    let count = isMemory ? 1 : repetitions
-    if stderrIsTerminal { progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): warm-up") }
-    if !isMemory { _ = measuringThread.run { scenario.run(units) } }
-    var samples: [Double] = []
-    for repetition in 0..<count {
-        if stderrIsTerminal || repetition == 0 {
-            progress("[\(index + 1)/\(scenarios.count)] \(scenario.id): \(repetition + 1)/\(count)")
-        }
-        samples.append(measuringThread.run { scenario.run(units) })
+var samples = Array(repeating: [Double](), count: scenarios.count)
+let memoryIndices = scenarios.indices.filter { scenarios[$0].unit == "bytes/unit" }
+let timedIndices = scenarios.indices.filter { scenarios[$0].unit != "bytes/unit" }
+for index in memoryIndices {
+    progress("measuring \(scenarios[index].id)")
+    samples[index].append(measuringThread.run { scenarios[index].run(units) })
+}
+for round in 0...repetitions where !timedIndices.isEmpty {
+    let roundName = round == 0 ? "warm-up" : "round \(round)/\(repetitions)"
+    if !stderrIsTerminal { progress(roundName) }
+    for index in timedIndices {
+        if stderrIsTerminal { progress("\(roundName): \(scenarios[index].id)") }
+        let sample = measuringThread.run { scenarios[index].run(units) }
+        if round > 0 { samples[index].append(sample) }
     }
-    results.append(Measurement(id: scenario.id, unit: scenario.unit, samples: samples))
+}
+let results = scenarios.indices.map { index in
+    Measurement(id: scenarios[index].id, unit: scenarios[index].unit, samples: samples[index])
 }
 progress("")
 
