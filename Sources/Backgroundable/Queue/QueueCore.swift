@@ -57,8 +57,8 @@ final class QueueCore: Sendable {
         for (unit, ending) in effects.endings {
             ending.perform(for: unit)
         }
-        for (unit, work) in effects.launches {
-            unit.launch(work)
+        for unit in effects.launches {
+            unit.launch()
         }
         if effects.spawnDrainer {
             spawnDrainer()

@@ -16,8 +16,8 @@ enum Delivery {
 struct Effects {
     /// Units that ended under the queue's lock (already forgotten by the queue).
     var endings: [(AsyncTask, UnitState.Ending)] = []
-    /// Units moved to executing whose wrapping `Task` must be created.
-    var launches: [(AsyncTask, AsyncTask.Work)] = []
+    /// Units moved to `launching` whose wrapping `Task` must be created.
+    var launches: [AsyncTask] = []
     var spawnDrainer = false
     /// The caller became the one delivering the outbox.
     var deliver = false
@@ -283,14 +283,14 @@ struct QueueState {
         var now: Int64?
         while taken < max, suspensions == 0, executingCount < limit, let unit = ready.first {
             taken += 1
-            guard let work = unit.state.withLock({ $0.start() }) else {
+            guard unit.state.withLock({ $0.start() }) else {
                 detachEnded(unit, &effects)
                 continue
             }
             ready.remove(unit)
             enqueuedCount -= 1
             if beginExecuting(unit, now: &now, core: core, &effects) {
-                effects.launches.append((unit, work))
+                effects.launches.append(unit)
             }
         }
         return taken

@@ -243,8 +243,13 @@ public final class AsyncTask: Sendable {
     }
 
     private var isAwaitedByItsOwnBody: Bool {
-        guard let current = withUnsafeCurrentTask(body: { $0.map { $0.hashValue | 1 } }) else { return false }
-        return state.withLock { $0.bodyTask == current && !$0.hasEnded }
+        let current = Self.currentTaskID()
+        return current != 0 && state.withLock { $0.isRunningBody(in: current) }
+    }
+
+    /// The current task's hash with the low bit set; 0 outside any task.
+    private static func currentTaskID() -> Int {
+        withUnsafeCurrentTask { $0.map { $0.hashValue | 1 } } ?? 0
     }
 
     /// Calls `callback` exactly once with the outcome: now if the unit has ended,
@@ -271,33 +276,35 @@ public final class AsyncTask: Sendable {
 
     // MARK: Running
 
-    /// Creates the wrapping `Task` for work that the owner has just moved to executing.
-    func launch(_ work: Work) {
+    /// Creates the wrapping `Task` of a unit its owner has just moved to `launching`.
+    /// The `Task` takes the work from the unit's state when it runs.
+    func launch() {
         let task = Task.detached(name: name, priority: priority) {
-            await self.execute(work)
+            await self.execute()
         }
         if !state.withLock({ $0.attach(task) }) {
             task.cancel()
         }
     }
 
-    /// Runs work that the owner has just moved to executing on the calling thread when
-    /// it is callback-style (the body is synchronous; it ends the unit with `finish()`),
-    /// or in its wrapping `Task` otherwise. For executors that already provide a thread.
+    /// Runs work that the owner has just started with `startAtOnce`: a callback-style
+    /// body (the body is synchronous; it ends the unit with `finish()`) right here on
+    /// the calling thread, an async body in its wrapping `Task`. For executors that
+    /// already provide a thread.
     func runHere(_ work: Work) {
         if case .callback(let body) = work {
             body(self)
         } else {
-            launch(work)
+            launch()
         }
     }
 
-    private func execute(_ work: Work) async {
+    private func execute() async {
+        // A unit that ended before its `Task` ran (cancelled, timed out) never runs its
+        // work.
+        guard let work = state.withLock({ $0.takeWork(taskID: Self.currentTaskID) }) else { return }
         switch work {
         case .callback(let body):
-            // A unit that ended before its `Task` ran (cancelled, timed out) never runs
-            // its body.
-            guard state.withLock({ $0.isExecuting }) else { return }
             body(self)
             // The `Task` lives until the unit ends. A body that already ended it (the
             // common `finish()` before returning) leaves nothing to wait for: the
@@ -310,8 +317,6 @@ public final class AsyncTask: Sendable {
                 }
             }
         case .operation(let body):
-            let current = withUnsafeCurrentTask { $0.map { $0.hashValue | 1 } } ?? 0
-            state.withLock { $0.bodyTask = current }
             do {
                 end(.finished, value: Boxed(try await body()))
             } catch {

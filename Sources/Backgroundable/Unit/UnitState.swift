@@ -8,8 +8,9 @@ protocol UnitObserver: AnyObject, Sendable {
 /// The lifecycle of one unit as a value: pure transitions that say what must be
 /// done once the unit's lock is released (see ``UnitState/Ending``).
 ///
-/// created → enqueued (in exactly one ``QueueCore``) → executing → ended(outcome), or
-/// reserved → executing → ended(outcome) for a unit whose front end runs its work.
+/// created → enqueued (in exactly one ``QueueCore``) → launching → executing →
+/// ended(outcome), or reserved → executing → ended(outcome) for a unit whose front end
+/// runs its work.
 /// The first transition to `ended` wins; every later one returns `nil`, which is what
 /// makes `finish()`, `cancel()`, timeouts and replacement race-free and exactly-once.
 struct UnitState {
@@ -19,13 +20,28 @@ struct UnitState {
         /// queue admits it, and only that front end starts it.
         case reserved
         case enqueued(QueueCore, AsyncTask.Work)
+        /// Started (its queue counts it as executing) and waiting for its wrapping `Task`
+        /// to take the work. Kept here rather than captured, the work costs the `Task`'s
+        /// closure no context of its own: it captures only the unit. `owner` and `task`
+        /// as in `executing`.
+        case launching(QueueCore?, task: Task<Void, Never>?, work: AsyncTask.Work)
         /// `owner` is the core that forgets the unit when it ends (`nil`: none tracks
-        /// it); `task` is the wrapping `Task` once it is attached; `parkedBody` is the
-        /// continuation a callback-style body is suspended on until the unit ends.
-        case executing(QueueCore?, task: Task<Void, Never>?, parkedBody: Continuation<Void>?)
+        /// it); `task` is the wrapping `Task` once it is attached.
+        case executing(QueueCore?, task: Task<Void, Never>?, Body)
         /// `value` is what an async-style body returned. Boxed: inline, the existential
         /// would make the phase 16 bytes larger and every copy of it a runtime call.
         case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
+    }
+
+    /// What an executing unit's work is doing.
+    enum Body {
+        /// A callback-style body; `parked` is the continuation its wrapping `Task` is
+        /// suspended on, once the body has returned, until the unit ends.
+        case callback(parked: Continuation<Void>?)
+        /// An async body, running in the task `taskID` identifies (its hash with the low
+        /// bit set), so that the body awaiting its own unit is recognised instead of
+        /// waiting forever.
+        case operation(taskID: Int)
     }
 
     /// Someone waiting for the outcome.
@@ -55,12 +71,14 @@ struct UnitState {
         var waiters: [Waiter]
     }
 
-    var phase: Phase
+    // `waiters` first: the phase's last byte is its tag, and the unit's one-byte fields
+    // pack after it.
     var waiters: [Waiter] = []
-    /// Identifies the task running an async body (its hash with the low bit set; 0 for
-    /// none), so that the body awaiting its own unit is recognised instead of waiting
-    /// forever.
-    var bodyTask = 0
+    var phase: Phase
+
+    init(phase: Phase) {
+        self.phase = phase
+    }
 
     var outcome: AsyncTask.Outcome? {
         if case .ended(let outcome, _) = phase { outcome } else { nil }
@@ -71,8 +89,12 @@ struct UnitState {
         if case .ended = phase { true } else { false }
     }
 
+    /// `true` from the start (`launching`) until the end.
     var isExecuting: Bool {
-        if case .executing = phase { true } else { false }
+        switch phase {
+        case .launching, .executing: true
+        default: false
+        }
     }
 
     /// created → enqueued. `false` when the unit was already handed to a queue or has
@@ -83,19 +105,26 @@ struct UnitState {
         return true
     }
 
-    /// enqueued → executing; returns the work to run, or `nil` when the unit has ended.
-    mutating func start() -> AsyncTask.Work? {
-        guard case .enqueued(let owner, let work) = phase else { return nil }
-        phase = .executing(owner, task: nil, parkedBody: nil)
-        return work
+    /// enqueued → launching: the caller launches the wrapping `Task`. `false` when the
+    /// unit has ended.
+    mutating func start() -> Bool {
+        guard case .enqueued(let owner, let work) = phase else { return false }
+        phase = .launching(owner, task: nil, work: work)
+        return true
     }
 
-    /// created → executing in one step, for an executor that runs the unit at once;
-    /// returns the work to run. `owner` keeps the unit's deadline (`nil` when it has
-    /// none). `nil` when the unit was already handed to a queue or has ended.
+    /// created → started in one step, for an executor that runs the unit at once, and
+    /// returns the work: a callback-style body is now executing, for the caller to call
+    /// on its thread; an async body is launching, for the caller to launch its `Task`.
+    /// `owner` keeps the unit's deadline (`nil` when it has none). `nil` when the unit
+    /// was already handed to a queue or has ended.
     mutating func startAtOnce(owner: QueueCore?) -> AsyncTask.Work? {
         guard case .created(let work) = phase else { return nil }
-        phase = .executing(owner, task: nil, parkedBody: nil)
+        if case .callback = work {
+            phase = .executing(owner, task: nil, .callback(parked: nil))
+        } else {
+            phase = .launching(owner, task: nil, work: work)
+        }
         return work
     }
 
@@ -103,23 +132,48 @@ struct UnitState {
     /// itself). `false` when the unit has ended.
     mutating func startReserved(owner: QueueCore?) -> Bool {
         guard case .reserved = phase else { return false }
-        phase = .executing(owner, task: nil, parkedBody: nil)
+        phase = .executing(owner, task: nil, .callback(parked: nil))
         return true
     }
 
     /// Stores the wrapping `Task`. `false` when the unit ended before the task was
     /// attached: the caller must cancel it.
     mutating func attach(_ task: Task<Void, Never>) -> Bool {
-        guard case .executing(let owner, nil, let parkedBody) = phase else { return false }
-        phase = .executing(owner, task: task, parkedBody: parkedBody)
+        switch phase {
+        case .launching(let owner, nil, let work):
+            phase = .launching(owner, task: task, work: work)
+        case .executing(let owner, nil, let body):
+            phase = .executing(owner, task: task, body)
+        default:
+            return false
+        }
         return true
+    }
+
+    /// launching → executing, for the wrapping `Task`: returns the work to run, or `nil`
+    /// when the unit ended before its `Task` ran (its work never runs). `taskID`
+    /// identifies the running task (see ``Body/operation(taskID:)``); it is asked for
+    /// async bodies only.
+    mutating func takeWork(taskID: () -> Int) -> AsyncTask.Work? {
+        guard case .launching(let owner, let task, let work) = phase else { return nil }
+        switch work {
+        case .callback: phase = .executing(owner, task: task, .callback(parked: nil))
+        case .operation: phase = .executing(owner, task: task, .operation(taskID: taskID()))
+        }
+        return work
+    }
+
+    /// `true` while an async body runs in the task `taskID` identifies.
+    func isRunningBody(in taskID: Int) -> Bool {
+        guard case .executing(_, _, .operation(let runningID)) = phase else { return false }
+        return runningID == taskID
     }
 
     /// Parks a callback-style body until the unit ends. `false` when it has already
     /// ended: the caller resumes the continuation itself.
     mutating func park(_ body: Continuation<Void>) -> Bool {
-        guard case .executing(let owner, let task, nil) = phase else { return false }
-        phase = .executing(owner, task: task, parkedBody: body)
+        guard case .executing(let owner, let task, .callback(parked: nil)) = phase else { return false }
+        phase = .executing(owner, task: task, .callback(parked: body))
         return true
     }
 
@@ -156,10 +210,14 @@ struct UnitState {
         case (.enqueued(let core, _), .cancelled), (.enqueued(let core, _), .replaced),
             (.enqueued(let core, _), .dropped):
             owner = core
+        case (.launching(let core, let runningTask, _), _):
+            guard outcome.kind != .dropped else { return nil }
+            owner = core
+            if outcome.isCancellation { task = runningTask }
         case (.executing(let core, let runningTask, let body), _):
             guard outcome.kind != .dropped else { return nil }
             owner = core
-            parkedBody = body
+            if case .callback(let parked) = body { parkedBody = parked }
             if outcome.isCancellation { task = runningTask }
         default:
             return nil

@@ -1,0 +1,91 @@
+import Testing
+
+@testable import Backgroundable
+
+/// The unit's lifecycle as pure transitions, in the windows no scheduling test can hold
+/// open: between a unit's start and the moment its wrapping `Task` takes the work.
+@Suite("Unit state")
+struct UnitStateTests {
+    private let core = QueueCore(
+        label: "unit-state", limit: .max, provider: NoopBackgroundTaskProvider(), expirationPolicy: .keepRunning)
+
+    private func startedState(_ work: AsyncTask.Work = .callback { _ in }) -> UnitState {
+        var state = UnitState(phase: .enqueued(core, work))
+        let started = state.start()
+        #expect(started)
+        return state
+    }
+
+    @Test func aStartedUnitCountsAsExecutingBeforeItsTaskTakesTheWork() {
+        let state = startedState()
+        #expect(state.isExecuting)
+        #expect(!state.hasEnded)
+    }
+
+    @Test func aUnitThatEndsBeforeItsTaskRunsNeverHandsOutItsWork() async {
+        var state = startedState()
+        let task = Task<Void, Never> {}
+        let attached = state.attach(task)
+        let ending = state.end(.cancelled)
+        let work = state.takeWork(taskID: { 1 })
+        let attachedAfterTheEnd = state.attach(task)
+        #expect(attached)
+        #expect(ending?.owner === core)
+        #expect(ending?.task != nil, "the attached Task is cancelled with the unit")
+        #expect(ending?.parkedBody == nil)
+        #expect(work == nil)
+        #expect(!attachedAfterTheEnd)
+    }
+
+    @Test func theTaskAttachedWhileLaunchingIsKeptWhenItTakesTheWork() {
+        var state = startedState()
+        let task = Task<Void, Never> {}
+        let attached = state.attach(task)
+        let attachedTwice = state.attach(task)
+        let work = state.takeWork(taskID: { 1 })
+        let workAgain = state.takeWork(taskID: { 1 })
+        let ending = state.end(.timedOut)
+        #expect(attached)
+        #expect(!attachedTwice, "a unit has one wrapping Task")
+        #expect(work != nil)
+        #expect(workAgain == nil, "the work is handed out once")
+        #expect(ending?.task != nil)
+    }
+
+    @Test func aTaskAttachedAfterItTookTheWorkIsKeptToo() {
+        var state = startedState()
+        let work = state.takeWork(taskID: { 1 })
+        let attached = state.attach(Task<Void, Never> {})
+        let ending = state.end(.cancelled)
+        #expect(work != nil)
+        #expect(attached)
+        #expect(ending?.task != nil)
+    }
+
+    @Test func onlyACallbackBodyParksAndItsEndingResumesIt() async {
+        var state = startedState()
+        _ = state.takeWork(taskID: { Issue.record("a callback body needs no task id"); return 1 })
+        await withContinuation { (continuation: Continuation<Void>) in
+            let parked = state.park(continuation)
+            let ending = state.end(.finished)
+            #expect(parked)
+            #expect(ending?.task == nil, "finishing does not cancel the Task")
+            ending?.parkedBody?.resume()
+        }
+    }
+
+    @Test func anAsyncBodyIsRecognisedByItsTaskOnlyWhileItRuns() async {
+        var state = startedState(.operation { 0 })
+        #expect(!state.isRunningBody(in: 7))
+        _ = state.takeWork(taskID: { 7 })
+        #expect(state.isRunningBody(in: 7))
+        #expect(!state.isRunningBody(in: 9))
+        await withContinuation { (continuation: Continuation<Void>) in
+            let parked = state.park(continuation)
+            #expect(!parked, "an async body never parks")
+            continuation.resume()
+        }
+        _ = state.end(.finished)
+        #expect(!state.isRunningBody(in: 7))
+    }
+}
