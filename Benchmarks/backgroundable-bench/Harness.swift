@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// One measured scenario: a value per repetition, summarised by its median.
 struct Measurement {
@@ -43,23 +44,20 @@ private func mallocTrim(_ pad: Int) -> Int32
 #endif
 
 /// Waits (blocking this thread, never a cooperative one) until `count` calls to
-/// `arrive()` happened.
-final class Countdown: @unchecked Sendable {
-    // @unchecked: `remaining` is only touched through `lock`; `done` is thread-safe.
-    private let lock = NSLock()
-    private var remaining: Int
+/// `arrive()` happened. Arriving is one atomic decrement: the harness never blocks
+/// the threads whose work it measures.
+final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
     private let done = DispatchSemaphore(value: 0)
 
     init(_ count: Int) {
-        remaining = count
+        remaining = Atomic(count)
     }
 
     func arrive() {
-        lock.lock()
-        remaining -= 1
-        let last = remaining == 0
-        lock.unlock()
-        if last { done.signal() }
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            done.signal()
+        }
     }
 
     func wait() {
