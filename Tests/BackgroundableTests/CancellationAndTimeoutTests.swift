@@ -136,15 +136,32 @@ struct TimeoutTests {
 
     @Test func timeoutCancelsTheWrappingTask() async {
         let (queue, _) = makeQueue()
-        let sawCancellation = Signal()
-        // Long enough for the body to be running when the timeout fires, even on a slow
-        // (sanitizer) build: a unit that times out before its body starts never runs it.
-        let handle = queue.addOperation(timeout: .milliseconds(300)) {
-            await suspendUntilCancelled()
-            if Task.isCancelled { sawCancellation.signal() }
+        // The timeout must fire while the body runs, but a unit that times out before its
+        // `Task` took the work never runs its body (a loaded sanitizer build can start it
+        // hundreds of milliseconds late). So each attempt waits for whichever comes first,
+        // the body's start or the unit's end, and a body that lost that race is tried again
+        // with a ten times longer timeout.
+        for timeout in [Duration.milliseconds(100), .seconds(1), .seconds(10)] {
+            let bodyStarted = Lock(false)
+            let startedOrEnded = Signal()
+            let sawCancellation = Signal()
+            let handle = queue.addOperation(timeout: timeout) {
+                bodyStarted.withLock { $0 = true }
+                startedOrEnded.signal()
+                await suspendUntilCancelled()
+                if Task.isCancelled { sawCancellation.signal() }
+            }
+            handle.task.onEnd { _ in startedOrEnded.signal() }
+            await startedOrEnded.wait()
+            guard bodyStarted.withLock({ $0 }) else {
+                #expect(await handle.task.outcome.kind == .timedOut)
+                continue
+            }
+            await sawCancellation.wait()
+            await #expect(throws: AsyncTaskError.timedOut) { try await handle.value }
+            return
         }
-        await sawCancellation.wait()
-        await #expect(throws: AsyncTaskError.timedOut) { try await handle.value }
+        Issue.record("the body never started before its unit timed out, even with a 10 s timeout")
     }
 
     @Test func aUnitThatFinishesInTimeDoesNotTimeOut() async {
