@@ -293,21 +293,36 @@ private struct Round {
         return failures
     }
 
-    /// `true` when `body` returned within 30 seconds (a hang detector, not a wait for ordering).
+    /// `true` when `body` returned within 30 seconds (a hang detector, not a wait for
+    /// ordering). `body` runs in a task of its own that nothing here waits for once the
+    /// 30 seconds have passed: a hang that ignores cancellation (a continuation nobody
+    /// resumes) still becomes a failure that names the seed.
     static func withinDeadline(_ body: @escaping @Sendable () async -> Void) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
+        await withCheckedContinuation { continuation in
+            let first = FirstAnswer(continuation)
+            let timer = Task {
+                do { try await Task.sleep(for: .seconds(30)) } catch { return }
+                first.resume(returning: false)
+            }
+            Task {
                 await body()
-                return true
+                first.resume(returning: true)
+                timer.cancel()
             }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(30))
-                return false
-            }
-            let first = await group.next()!
-            group.cancelAll()
-            return first
         }
+    }
+}
+
+/// Resumes a continuation with the first answer it is given; later ones are ignored.
+private final class FirstAnswer: Sendable {
+    private let continuation: Lock<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = Lock(continuation)
+    }
+
+    func resume(returning answer: Bool) {
+        continuation.withLock { $0.take() }?.resume(returning: answer)
     }
 }
 
