@@ -85,8 +85,19 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// Adds `operations` in order, applying their uniqueness policies in that order.
     /// With `waitUntilFinished`, blocks the calling thread until all of them finished.
     open override func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
+        add(operations, lastFirst: false, waitUntilFinished: wait)
+    }
+
+    /// For a sequence's members: their uniqueness policies apply first to last, as in
+    /// ``addOperations(_:waitUntilFinished:)``, but Foundation receives them last first
+    /// (see `OperationQueue.addSequentialOperations`).
+    func addMembersLastFirst(_ operations: [Operation], waitUntilFinished wait: Bool) {
+        add(operations, lastFirst: true, waitUntilFinished: wait)
+    }
+
+    private func add(_ operations: [Operation], lastFirst: Bool, waitUntilFinished wait: Bool) {
         register(operations)
-        super.addOperations(operations, waitUntilFinished: false)
+        super.addOperations(lastFirst ? operations.reversed() : operations, waitUntilFinished: false)
         if wait {
             for operation in operations {
                 operation.waitUntilFinished()

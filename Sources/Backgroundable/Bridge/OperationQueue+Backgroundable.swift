@@ -10,7 +10,12 @@ extension OperationQueue {
     /// small internal gate operations (each member depends on the gate behind the
     /// previous member, visible in its `dependencies`), run on a private queue.
     /// `cancelAllOperations()` cancels the rest of the sequence: cancelled members
-    /// finish without running.
+    /// finish without running. (It cancels a queue's operations one at a time, in the
+    /// order the queue received them, so the queue receives the members last first:
+    /// every later member is cancelled before the running one, whose end could otherwise
+    /// let the next one start in between. That order shows in the queue's `operations`;
+    /// a ``BackgroundOperationQueue`` still applies the members' uniqueness policies
+    /// first to last.)
     ///
     /// - Parameters:
     ///   - operations: The members, in order. They must not be in a queue yet.
@@ -20,7 +25,7 @@ extension OperationQueue {
     @available(*, noasync, message: "Blocks a thread; from async code use 'await addSequentialOperations(_:)'")
     public func addSequentialOperations(_ operations: [Operation], waitUntilFinished: Bool = false) {
         _ = Self.chain(operations)
-        addOperations(operations, waitUntilFinished: waitUntilFinished)
+        addMembers(operations, waitUntilFinished: waitUntilFinished)
     }
 
     /// Adds `operations` one after the other, like
@@ -32,7 +37,7 @@ extension OperationQueue {
     public func addSequentialOperations(_ operations: [Operation]) async {
         let last = Self.chain(operations)
         await withTaskCancellationHandler {
-            addWithoutWaiting(operations)
+            addMembers(operations, waitUntilFinished: false)
             if let last {
                 await BridgeQueue.finished(last)
             }
@@ -43,10 +48,14 @@ extension OperationQueue {
         }
     }
 
-    /// `addOperations(_:waitUntilFinished: false)`, which Foundation marks unavailable
-    /// from async code although it does not wait.
-    private func addWithoutWaiting(_ operations: [Operation]) {
-        addOperations(operations, waitUntilFinished: false)
+    /// Hands the members to the queue last first (see
+    /// ``addSequentialOperations(_:waitUntilFinished:)``).
+    private func addMembers(_ operations: [Operation], waitUntilFinished: Bool) {
+        if let queue = self as? BackgroundOperationQueue {
+            queue.addMembersLastFirst(operations, waitUntilFinished: waitUntilFinished)
+        } else {
+            addOperations(operations.reversed(), waitUntilFinished: waitUntilFinished)
+        }
     }
 
     /// Makes each member wait for everything before it. Returns the gate behind the

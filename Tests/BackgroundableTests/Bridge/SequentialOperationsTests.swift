@@ -44,24 +44,46 @@ struct SequentialOperationsTests {
         #expect(order.all == Array(0..<5))
     }
 
-    @Test func cancelAllOperationsStopsTheRestOfASequence() async {
-        let queue = OperationQueue()
+    /// `cancelAllOperations()` cancels a queue's operations one at a time. Here the
+    /// running member's `cancel()` returns only once the next member was cancelled or ran
+    /// (10 s at most), which turns the rare race — the running member ends, and the next
+    /// one starts before `cancelAllOperations()` reached it — into a certainty.
+    @Test(arguments: [false, true])
+    func cancelAllOperationsStopsTheRestOfASequence(onABackgroundOperationQueue: Bool) async {
+        let queue = onABackgroundOperationQueue ? makeOperationQueue().0 : OperationQueue()
         let started = Signal()
         let ran = Recorder<Int>()
-        let first = gatedOperation(started: started, release: Signal())
+        let nextReached = DispatchSemaphore(value: 0)
         let rest = (1..<4).map { index in
-            AsyncOperation { operation in
+            ReportsItsCancellation(reached: index == 1 ? nextReached : nil) { operation in
                 ran.append(index)
                 operation.finish()
             }
         }
+        let first = WaitsForTheNextWhenCancelled(next: nextReached) { _ in started.signal() }
         let sequence = Task { await queue.addSequentialOperations([first] + rest) }
         await started.wait()
-        queue.cancelAllOperations()
+        await offThePool { queue.cancelAllOperations() }
         await sequence.value
         #expect(ran.count == 0)
         #expect(first.currentOutcome?.kind == .cancelled)
         #expect(rest.allSatisfy { $0.currentOutcome?.kind == .cancelled && $0.isFinished })
+    }
+
+    /// The queue receives a sequence's members last first (for `cancelAllOperations()`),
+    /// but a ``BackgroundOperationQueue`` applies their uniqueness policies first to last.
+    @Test func membersWithOneNameDeduplicateFirstToLast() async {
+        let (queue, _) = makeOperationQueue()
+        let ran = Recorder<String>()
+        let members = ["kept", "dropped"].map { label in
+            AsyncOperation(name: "x", uniquenessPolicy: .drop) { operation in
+                ran.append(label)
+                operation.finish()
+            }
+        }
+        await queue.addSequentialOperations(members)
+        #expect(ran.all == ["kept"])
+        #expect(members.map { $0.currentOutcome?.kind } == [.finished, .dropped])
     }
 
     @Test func continuesAfterAFirstMemberThatNeverFinishesTimesOut() async {
@@ -144,5 +166,39 @@ struct SequentialOperationsTests {
         await sequence.value
         #expect(first.currentOutcome?.kind == .cancelled)
         #expect(second.isCancelled && second.isFinished)
+    }
+}
+
+/// A member that signals `reached` when it is cancelled or runs its work.
+private final class ReportsItsCancellation: AsyncOperation, @unchecked Sendable {
+    private let reached: DispatchSemaphore?
+
+    init(reached: DispatchSemaphore?, _ work: @escaping @Sendable (AsyncOperation) -> Void) {
+        self.reached = reached
+        super.init { operation in
+            reached?.signal()
+            work(operation)
+        }
+    }
+
+    override func cancel() {
+        super.cancel()
+        reached?.signal()
+    }
+}
+
+/// A member whose `cancel()`, once it has ended the member, waits (10 s at most) until
+/// `next` signals that the next member was cancelled or ran.
+private final class WaitsForTheNextWhenCancelled: AsyncOperation, @unchecked Sendable {
+    private let next: DispatchSemaphore
+
+    init(next: DispatchSemaphore, _ work: @escaping @Sendable (AsyncOperation) -> Void) {
+        self.next = next
+        super.init(work)
+    }
+
+    override func cancel() {
+        super.cancel()
+        _ = next.wait(timeout: .now() + 10)
     }
 }
