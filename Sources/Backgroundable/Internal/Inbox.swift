@@ -1,14 +1,20 @@
 import Synchronization
 
 /// Unnamed units added from any thread and not yet seen by the queue: a lock-free
-/// stack (newest first) threaded through ``QueueLinks/next``, so adding an unnamed unit
-/// costs one compare-and-swap instead of the queue's lock.
+/// stack (newest first) threaded through ``QueueLinks/inboxNext``, so adding an unnamed
+/// unit costs one compare-and-swap instead of the queue's lock.
 ///
 /// Whoever next holds the queue's lock absorbs the whole stack, oldest first, before
 /// doing anything else (``QueueState/absorb(_:core:_:)``): every observer sees the
 /// queue as if the units had been added under the lock, in the order they were pushed.
+///
+/// Each unit in the stack holds the +1 its push took; the links between units are bare
+/// addresses. A pusher never dereferences the unit it links to: by then the queue may
+/// have taken it and released it, and its memory may hold a new unit. (When that new
+/// unit is the head again, the compare-and-swap succeeds and the link is right anyway:
+/// it names whatever the head is.)
 struct Inbox: ~Copyable, Sendable {
-    /// The newest unit, retained, as a bit pattern; 0 when empty.
+    /// The newest unit's address; 0 when empty.
     private let head = Atomic<UInt>(0)
 
     /// Pushes a unit the caller has just moved to `enqueued`. Returns `true` when the
@@ -18,39 +24,27 @@ struct Inbox: ~Copyable, Sendable {
         var old = head.load(ordering: .relaxed)
         while true {
             // The unit is not in any queue structure yet: nobody else touches its links.
-            // `next` takes its own +1 on the older unit; the stack's +1 on it is dropped
-            // below once this unit has taken its place.
-            unit.links.next = Self.unit(old)
+            unit.links.inboxNext = old
             let (exchanged, current) = head.compareExchange(
                 expected: old, desired: bits, successOrdering: .releasing, failureOrdering: .relaxed)
-            if exchanged { break }
+            if exchanged { return old == 0 }
             old = current
         }
-        if old != 0 {
-            Unmanaged<AsyncTask>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).release()
-        }
-        return old == 0
     }
 
     var isEmpty: Bool { head.load(ordering: .acquiring) == 0 }
 
-    /// Takes every unit, oldest first.
+    /// Takes every unit, oldest first, with the +1 each push took.
     func takeAll() -> [AsyncTask] {
-        let bits = head.exchange(0, ordering: .acquiring)
-        guard bits != 0 else { return [] }
+        var bits = head.exchange(0, ordering: .acquiring)
         var units: [AsyncTask] = []
-        var cursor: AsyncTask? = Unmanaged<AsyncTask>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
-        while let unit = cursor {
+        while bits != 0 {
+            let unit = Unmanaged<AsyncTask>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+            bits = unit.links.inboxNext
+            unit.links.inboxNext = 0
             units.append(unit)
-            cursor = unit.links.next
-            unit.links.next = nil
         }
         units.reverse()
         return units
-    }
-
-    private static func unit(_ bits: UInt) -> AsyncTask? {
-        guard bits != 0 else { return nil }
-        return Unmanaged<AsyncTask>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
     }
 }

@@ -22,8 +22,22 @@ struct QueueLinks {
     /// as long as the predecessor holds this unit.
     var successor: AsyncTask?
     unowned(unsafe) var predecessor: AsyncTask?
+    /// One word for two uses that never overlap (the unit stays one 160-byte
+    /// allocation): ``deadline`` once the unit executes, ``inboxNext`` before its queue
+    /// has absorbed it.
+    private var word: Int64 = 0
     /// When an executing unit with a timeout times out (see ``ContinuousNanoseconds``).
-    var deadline: Int64 = 0
+    var deadline: Int64 {
+        get { word }
+        set { word = newValue }
+    }
+    /// While the unit waits in its queue's ``Inbox``: the address of the next older unit
+    /// there, 0 for none. Only an address, never a reference: the pusher must not touch
+    /// a unit that the queue may already have taken and released.
+    var inboxNext: UInt {
+        get { UInt(bitPattern: Int(word)) }
+        set { word = Int64(Int(bitPattern: newValue)) }
+    }
     /// Last, so that it packs with the unit's small fields after the links.
     var location = Location.none
 }
