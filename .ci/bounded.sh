@@ -19,10 +19,10 @@ limit=$1
 log=$2
 shift 2
 
-# The command leads its own process group, so a hang can be ended with everything
-# it started (swift test runs the suite in a child process).
 # Appending: whatever writes to the log (the command, the hang report) writes at its end.
 : >"$log"
+# The command leads its own process group, so a hang can be ended with everything
+# it started (swift test runs the suite in a child process).
 set -m
 "$@" >>"$log" 2>&1 &
 command_pid=$!
