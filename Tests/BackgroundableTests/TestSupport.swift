@@ -41,6 +41,12 @@ final class Signal: Sendable {
     }
 }
 
+/// A unit held weakly, to check that it was released.
+struct WeakUnit {
+    weak var unit: AsyncTask?
+    init(_ unit: AsyncTask) { self.unit = unit }
+}
+
 /// A counter with a maximum, to check concurrency limits.
 final class Gauge: Sendable {
     private let state = Lock<(current: Int, maximum: Int)>((0, 0))

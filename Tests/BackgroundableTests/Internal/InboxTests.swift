@@ -79,12 +79,12 @@ struct InboxTests {
             }
             group.enter()
             Thread.detachNewThread {
-                var weakUnits: [Weak] = []
+                var weakUnits: [WeakUnit] = []
                 while true {
                     let done = pushersDone.load(ordering: .acquiring) == pushers
                     let units = shared.inbox.takeAll()
                     taken.add(units.count, ordering: .relaxed)
-                    if weakUnits.count < 1_000, let first = units.first { weakUnits.append(Weak(first)) }
+                    if weakUnits.count < 1_000, let first = units.first { weakUnits.append(WeakUnit(first)) }
                     if done && units.isEmpty { break }
                 }
                 live.append(weakUnits.filter { $0.unit != nil }.count)
@@ -96,10 +96,5 @@ struct InboxTests {
         #expect(live.all == [0], "every taken unit was released")
         let empty = shared.inbox.isEmpty
         #expect(empty)
-    }
-
-    private struct Weak {
-        weak var unit: AsyncTask?
-        init(_ unit: AsyncTask) { self.unit = unit }
     }
 }

@@ -319,8 +319,3 @@ private final class Counter: Sendable {
     func increment() { count.add(1, ordering: .relaxed) }
     var value: Int { count.load(ordering: .relaxed) }
 }
-
-private struct WeakUnit {
-    weak var unit: AsyncTask?
-    init(_ unit: AsyncTask) { self.unit = unit }
-}
