@@ -223,7 +223,7 @@ struct TimeoutTests {
         let (queue, _) = makeQueue()
         let unit = queue.add(timeout: nil) { _ in }
         await waitUntil { unit.isExecuting }
-        #expect(queue.core.state.withLock { $0.executing.earliestDeadline == nil })
+        #expect(queue.core.read { $0.footprint.deadlineEntries } == 0)
         unit.finish()
         #expect(await unit.outcome.kind == .finished)
     }

@@ -74,7 +74,7 @@ struct ObservationTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         queue.add { $0.finish() }
-        #expect(queue.core.state.withLock { $0.outbox.isEmpty && $0.listeners.isEmpty })
+        #expect(queue.core.read { !$0.isObserved } && queue.core.listenerCount == 0)
         queue.resume()
         await queue.waitUntilIdle()
     }

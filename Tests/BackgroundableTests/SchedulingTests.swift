@@ -220,27 +220,3 @@ func waitUntil(_ condition: () -> Bool) async {
         await Task.yield()
     }
 }
-
-@Suite("Direct executor of the Operation bridge")
-struct DirectExecutorTests {
-    /// The direct cores are shared with the bridge tests running in parallel, so this
-    /// checks what holds whatever they do: counts never drift below zero.
-    @Test func countsNeverDriftBelowZero() async {
-        let units = (0..<20).map { _ in AsyncTask { $0.finish() } }
-        for unit in units { QueueCore.startNow(unit) }
-        for unit in units { #expect(await unit.outcome.kind == .finished) }
-        for unit in units {
-            let (enqueued, executing) = QueueCore.direct(for: unit).transition { state, _ in
-                (state.enqueuedCount, state.executingCount)
-            }
-            #expect(enqueued >= 0)
-            #expect(executing >= 0)
-        }
-    }
-
-    @Test func aUnitAlwaysGoesToTheSameCoreAndUnitsSpreadOverSeveral() {
-        let units = (0..<200).map { _ in AsyncTask { $0.finish() } }
-        for unit in units { #expect(QueueCore.direct(for: unit) === QueueCore.direct(for: unit)) }
-        #expect(Set(units.map { ObjectIdentifier(QueueCore.direct(for: $0)) }).count > 4)
-    }
-}

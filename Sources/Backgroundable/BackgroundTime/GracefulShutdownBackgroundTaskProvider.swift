@@ -210,7 +210,7 @@ public final class GracefulShutdownBackgroundTaskProvider: BackgroundTaskProvide
         var remaining = assertions.map(\.name)
         var lines: [String] = []
         for queue in queues {
-            let units = queue.core.state.withLock { $0.liveUnits }
+            let units = queue.core.read { $0.liveMembers() }
             guard !units.isEmpty else { continue }
             if let index = remaining.firstIndex(of: queue.name) { remaining.remove(at: index) }
             let names = units.map { $0.name.map { "\"\($0)\"" } ?? "<unnamed>" }

@@ -91,15 +91,15 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         uniquenessPolicy: UniquenessPolicy = .ignore,
         _ closure: @escaping @Sendable (AsyncOperation) -> Void
     ) {
-        // The unit holds no reference to the operation (no cycle, no weak reference): it
-        // is reserved for the operation, whose `start()` runs the closure itself.
+        // The unit holds no reference to the operation (no cycle, no weak reference): its
+        // work is external, run by the operation's `start()`.
         self.unit = AsyncTask(
             name: name,
             timeout: Self.duration(timeout),
             priorityRawValue: 0,
             uniquenessPolicy: uniquenessPolicy,
             onTimeout: nil,
-            work: nil
+            work: .external
         )
         self.closure = closure
         self.onTimeoutCallback = onTimeoutCallback
@@ -225,12 +225,35 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         didChangeValue(forKey: "isExecuting")
         if let closure {
             // Does nothing if the unit ended meanwhile (a timeout of zero ends it here).
-            if QueueCore.startReserved(unit) { closure(self) }
+            if unit.startHere(byItsFrontEnd: true, beforeRunning: keepDeadline), !unit.isFinished {
+                closure(self)
+            }
         } else {
             // Does nothing if the unit ended meanwhile, or was added to a queue before.
-            QueueCore.startNow(unit)
+            unit.startHere(beforeRunning: keepDeadline)
         }
         reportFinishedIfDue()
+    }
+
+    /// The queues that keep the deadlines of operations no ``BackgroundOperationQueue``
+    /// tracks: no busy periods, no background time, only the rules of timeouts.
+    private static let deadlineKeeper = QueueStorage<Operation>(
+        label: "Backgroundable.deadlines", limit: .max, provider: NoopBackgroundTaskProvider(),
+        expirationPolicy: .keepRunning, reportsBusyPeriods: false)
+
+    /// The unit has just started: its timeout is kept by the queue that tracks the
+    /// operation (its ``BackgroundOperationQueue``, or the shared deadline keeper), with
+    /// the same rules and the same one sleeper per queue as every unit.
+    private func keepDeadline() {
+        guard unit.hasTimeout else { return }
+        let keeper = bridge.withLock { state in
+            if state.tracking == nil { state.tracking = Self.deadlineKeeper }
+            return state.tracking!
+        }
+        let timeout = unit.timeoutNanoseconds
+        keeper.transition { machine, actions in
+            machine.externalStarted(self, timeout: timeout, actions: &actions)
+        }
     }
 
     /// Reports `isFinished` exactly once: when `start()` has reported (or skipped)
@@ -243,7 +266,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         let (observers, tracking) = bridge.withLock { $0.reportFinished() }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
-        if let tracking { tracking.queue.operationFinished(self, name: tracking.name) }
+        if let tracking { tracking.memberEnded(self, unit.currentOutcome ?? .finished) }
         for observer in observers { observer() }
         if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
             onTimeoutCallback(self)
@@ -255,10 +278,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// reports it. Costs no allocation (the queue's hot path). Returns `false`, and
     /// registers nothing, when the operation has already reported `isFinished`: the
     /// caller then does its bookkeeping itself.
-    func track(by queue: BackgroundOperationQueue, name: String?) -> Bool {
+    func track(by queue: QueueStorage<Operation>) -> Bool {
         bridge.withLock { state in
-            guard !state.reportsFinished else { return false }
-            state.tracking = Tracking(queue: queue, name: name)
+            guard !state.reportsFinished, state.tracking == nil else { return false }
+            state.tracking = queue
             return true
         }
     }
@@ -285,7 +308,10 @@ extension AsyncOperation: UnitObserver {
     /// its queue starts it and it finishes even with unfinished dependencies — and
     /// reports `isFinished` if `start()` is already past reporting `isExecuting`.
     func unitEnded(_ outcome: AsyncTask.Outcome) {
-        guard bridge.withLock({ $0.noteUnitEnded() }) else { return }
+        guard let tracking = bridge.withLock({ $0.noteUnitEnded() }) else { return }
+        // Its outcome is reached: it no longer counts for its queue's deduplication,
+        // though the queue holds it (busy) until it reports `isFinished`.
+        if unit.name != nil { tracking?.memberStopped(self) }
         if outcome.isCancellation { super.cancel() }
         reportFinishedIfDue()
     }
@@ -309,7 +335,7 @@ private struct BridgeState {
     var reportsFinished = false
     var finishObservers: [@Sendable () -> Void] = []
     /// The queue to tell once `isFinished` is reported.
-    var tracking: Tracking?
+    var tracking: QueueStorage<Operation>?
 
     /// `true` the first time only; from then on the unit holds the operation.
     mutating func requestStart() -> Bool {
@@ -335,11 +361,11 @@ private struct BridgeState {
         startReported = true
     }
 
-    /// `true` the first time only.
-    mutating func noteUnitEnded() -> Bool {
-        guard !unitEnded else { return false }
+    /// The queue tracking the operation, the first time only; `nil` after.
+    mutating func noteUnitEnded() -> QueueStorage<Operation>?? {
+        guard !unitEnded else { return nil }
         unitEnded = true
-        return true
+        return .some(tracking)
     }
 
     /// Claims the report of `isFinished` once both halves are done; returns whether
@@ -351,7 +377,7 @@ private struct BridgeState {
     }
 
     /// `isFinished` becomes `true`; hands out who must hear it.
-    mutating func reportFinished() -> ([@Sendable () -> Void], Tracking?) {
+    mutating func reportFinished() -> ([@Sendable () -> Void], QueueStorage<Operation>?) {
         reportsFinished = true
         defer {
             finishObservers = []
@@ -359,15 +385,6 @@ private struct BridgeState {
         }
         return (finishObservers, tracking)
     }
-}
-
-/// A ``BackgroundOperationQueue`` tracking an operation under the name it was added with.
-/// The queue is held strongly, as Foundation's own bookkeeping holds an operation's queue
-/// until the operation finished (a weak reference would give the queue a side table and
-/// slow every retain of it).
-private struct Tracking {
-    let queue: BackgroundOperationQueue
-    let name: String?
 }
 
 /// The 1.x name of ``UniquenessPolicy``.

@@ -47,7 +47,11 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// The provider of the background-time assertion the queue holds while busy.
     public let backgroundTaskProvider: any BackgroundTaskProvider
 
-    private let registry = Lock(Registry())
+    /// The queue's rules — deduplication, busy periods, background time, counted
+    /// suspension — are those of every ``BackgroundQueue``: the same state machine, in
+    /// which Foundation starts the members (they are *external*).
+    let storage: QueueStorage<Operation>
+    private let delegateBox = Lock(WeakOperationQueueDelegate())
 
     /// Creates a queue.
     ///
@@ -58,9 +62,13 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         name: String? = nil,
         backgroundTaskProvider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make()
     ) {
+        let name = name ?? "Backgroundable.BackgroundOperationQueue"
         self.backgroundTaskProvider = backgroundTaskProvider
+        self.storage = QueueStorage(
+            label: name, limit: .max, provider: backgroundTaskProvider, expirationPolicy: .cancelAll)
         super.init()
-        self.name = name ?? "Backgroundable.BackgroundOperationQueue"
+        self.name = name
+        storage.front = self
     }
 
     // MARK: Delegate
@@ -68,8 +76,8 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// Receives the two 1.x notifications. Held weakly. See
     /// ``BackgroundOperationQueueDelegate`` for the threading contract.
     public var delegate: (any BackgroundOperationQueueDelegate)? {
-        get { registry.withLock { $0.delegate } }
-        set { registry.withLock { $0.delegate = newValue } }
+        get { delegateBox.withLock { $0.delegate } }
+        set { delegateBox.withLock { $0.delegate = newValue } }
     }
 
     // MARK: Adding
@@ -78,7 +86,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// documentation. A dropped ``AsyncOperation`` has ended ``AsyncTask/Outcome/dropped``
     /// when this returns.
     open override func addOperation(_ operation: Operation) {
-        register(CollectionOfOne(operation))
+        register([operation])
         super.addOperation(operation)
     }
 
@@ -110,120 +118,29 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         addOperation(BlockOperation(block: block))
     }
 
-    /// The queue's side of adding: counts the operations as live, applies their
-    /// uniqueness policies and arranges to hear when each finished, before Foundation
-    /// gets them. An ``AsyncOperation`` reports its own end to the queue (no allocation
-    /// on this path); any other operation is watched by the bridge.
-    private func register(_ operations: some Collection<Operation>) {
+    /// The queue's side of adding, before Foundation gets the operations: one
+    /// transition admits them (counting them as live, applying their uniqueness
+    /// policies in order), then the queue arranges to hear when each admitted one
+    /// finished. An ``AsyncOperation`` reports its own end (no allocation on this path);
+    /// any other operation is watched by the bridge. Names and policies are read
+    /// before the lock is taken.
+    private func register(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
-        var dropped: [AsyncOperation] = []
-        var replaced: [Operation] = []
-        // Operations whose end reaches the queue through a watcher (not `AsyncOperation`s,
-        // or ones that had already finished).
-        var watched: [(Operation, String?)] = []
-        let deliver = registry.withLock { registry in
-            for operation in operations {
-                registry.liveCount += 1
-                let asyncOperation = operation as? AsyncOperation
-                // The name the operation is indexed under: none when unnamed or dropped.
-                var indexedName = operation.name
-                if let name = indexedName {
-                    switch asyncOperation?.uniquenessPolicy ?? .ignore {
-                    case .ignore:
-                        break
-                    case .drop:
-                        if registry.hasLiveOperation(named: name) {
-                            dropped.append(asyncOperation!)
-                            indexedName = nil
-                        }
-                    case .replace:
-                        replaced += registry.removeLiveOperations(named: name)
-                    }
-                    if let indexedName {
-                        registry.names[indexedName, default: []].append(operation)
-                    }
-                }
-                // Lock order: the queue's lock, then the operation's.
-                if asyncOperation?.track(by: self, name: indexedName) != true {
-                    watched.append((operation, indexedName))
-                }
-            }
-            return registry.becomeBusyIfIdle()
+        let admissions = operations.map { operation in
+            QueueStateMachine<Operation>.Admission(
+                member: operation, name: operation.name,
+                policy: (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore,
+                priority: 0, timeout: nil)
         }
-        // Ends outside the lock: they run the operations' own bookkeeping.
-        for operation in dropped {
-            operation.end(.dropped)
+        let admitted = storage.transition { machine, actions in
+            admissions.filter { machine.addExternal($0, actions: &actions) }.map(\.member)
         }
-        for operation in replaced {
-            Self.replace(operation)
-        }
-        if deliver { deliverTransitions() }
-        // Strong, as Foundation holds an operation's queue until the operation finished.
-        for (operation, name) in watched {
-            BridgeQueue.whenFinished(operation) {
-                self.operationFinished(operation, name: name)
-            }
-        }
-    }
-
-    /// Cancels a live operation that a `.replace` newcomer displaces.
-    private static func replace(_ operation: Operation) {
-        guard let operation = operation as? AsyncOperation else {
-            return operation.cancel()
-        }
-        operation.end(.replaced)
-    }
-
-    /// `operation`, added under `name`, finished: it stops counting as live.
-    func operationFinished(_ operation: Operation, name: String?) {
-        let deliver = registry.withLock { registry in
-            if let name { registry.remove(operation, named: name) }
-            registry.liveCount -= 1
-            return registry.becomeIdleIfDone()
-        }
-        if deliver { deliverTransitions() }
-    }
-
-    // MARK: Busy / idle delivery
-
-    /// Delivers busy / idle transitions in order. Only one thread delivers at a time
-    /// (the one that found `isDelivering` false), so begin / end of background time and
-    /// the delegate's two calls can never be reordered.
-    private func deliverTransitions() {
-        while true {
-            let batch = registry.withLock { registry -> ([Registry.Transition], (any BackgroundOperationQueueDelegate)?)? in
-                guard !registry.outbox.isEmpty else {
-                    registry.isDelivering = false
-                    return nil
-                }
-                defer { registry.outbox.removeAll(keepingCapacity: true) }
-                return (registry.outbox, registry.delegate)
-            }
-            guard let (transitions, delegate) = batch else { return }
-            for transition in transitions {
-                switch transition {
-                case .busy:
-                    // Strong on purpose: a weak reference would give the queue a side
-                    // table and slow every retain of it (Foundation retains a queue
-                    // several times per operation). The cycle through the stored
-                    // assertion ends when the busy period does.
-                    let assertion = BackgroundTimeAssertion.begin(
-                        named: name ?? "Backgroundable.BackgroundOperationQueue",
-                        provider: backgroundTaskProvider
-                    ) {
-                        self.cancelAllOperations()
-                    }
-                    registry.withLock { $0.assertion = assertion }
-                    delegate?.backgroundQueueWillStartOperations(self)
-                case .idle(let period):
-                    registry.withLock { registry in
-                        defer { registry.assertion = nil }
-                        return registry.assertion
-                    }?.end()
-                    delegate?.backgroundQueueDidFinishOperations(self)
-                    for waiter in registry.withLock({ $0.busyPeriods.idleDelivered(period: period) }) {
-                        waiter.resume()
-                    }
+        for operation in admitted {
+            if (operation as? AsyncOperation)?.track(by: storage) != true {
+                // Strong, as Foundation holds an operation's queue until the operation finished.
+                let storage = storage
+                BridgeQueue.whenFinished(operation) {
+                    storage.memberEnded(operation, operation.isCancelled ? .cancelled : .finished)
                 }
             }
         }
@@ -231,7 +148,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// `true` while the queue holds operations that have not finished (a busy period).
     public var isBusy: Bool {
-        registry.withLock { $0.isBusy }
+        storage.read { $0.isBusy }
     }
 
     /// Waits until the queue is idle: every operation finished, and the idle
@@ -239,13 +156,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`);
     /// not cancellable.
     public func waitUntilIdle() async {
-        // Resumed exactly once: here, or by the single idle delivery whose busy period
-        // covers it (`idleDelivered` takes it out of the list).
-        await withContinuation { (continuation: Continuation<Void>) in
-            if registry.withLock({ $0.busyPeriods.wait(continuation) }) {
-                continuation.resume()
-            }
-        }
+        await storage.waitUntilIdle()
     }
 
     // MARK: Suspension
@@ -255,24 +166,34 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// suspension is in place; executing operations carry on. Reading returns `true`
     /// while any suspension is in place.
     open override var isSuspended: Bool {
-        get { registry.withLock { $0.suspensions > 0 } }
+        get { storage.read { $0.suspensions > 0 } }
         set {
-            registry.withLock { registry in
+            storage.transition { machine, actions in
                 if newValue {
-                    registry.suspensions += 1
-                } else if registry.suspensions > 0 {
-                    registry.suspensions -= 1
+                    machine.suspend()
+                } else {
+                    machine.resume(actions: &actions)
                 }
             }
             // Apply outside the lock (Foundation may notify observers), and converge:
             // every writer re-checks after writing, so the last write always matches
             // the count even when two threads race.
             while true {
-                let desired = registry.withLock { $0.suspensions > 0 }
+                let desired = storage.read { $0.suspensions > 0 }
                 super.isSuspended = desired
-                if registry.withLock({ $0.suspensions > 0 }) == desired { return }
+                if storage.read({ $0.suspensions > 0 }) == desired { return }
             }
         }
+    }
+}
+
+extension BackgroundOperationQueue: QueueFront {
+    func queueWillStartWork() {
+        delegate?.backgroundQueueWillStartOperations(self)
+    }
+
+    func queueDidFinishWork() {
+        delegate?.backgroundQueueDidFinishOperations(self)
     }
 }
 
@@ -282,73 +203,23 @@ extension OperationQueue {
     public static let background = BackgroundOperationQueue(name: "Backgroundable.background")
 }
 
-/// The queue-side state of a ``BackgroundOperationQueue``, guarded by its `Mutex`.
-private struct Registry {
-    enum Transition {
-        case busy
-        /// The end of busy period `period`.
-        case idle(period: UInt64)
-    }
+extension Operation: QueueMember {
+    /// Foundation starts the bridge's members.
+    func startFromQueue() {}
 
-    /// Live named operations; nearly always one per name.
-    var names: [String: [Operation]] = [:]
-    /// Operations added and not finished yet (dropped ones included until the queue
-    /// finished them).
-    var liveCount = 0
-    var busyPeriods = BusyPeriods()
-    var isBusy: Bool { busyPeriods.isBusy }
-    var suspensions = 0
-    var outbox: [Transition] = []
-    var isDelivering = false
-    weak var delegate: (any BackgroundOperationQueueDelegate)?
-    var assertion: BackgroundTimeAssertion?
-
-    /// Whether `operation` still counts for deduplication. Reads the operation's state,
-    /// which for an ``AsyncOperation`` takes its unit's lock (lock order: the queue's
-    /// lock, then an operation's; never the other way round).
-    private static func isLive(_ operation: Operation) -> Bool {
-        if let operation = operation as? AsyncOperation {
-            return operation.currentOutcome == nil
+    /// Replacement, a timeout or an expiry: an ``AsyncOperation`` ends its unit with
+    /// the outcome; any other operation is cancelled.
+    func endFromQueue(_ outcome: AsyncTask.Outcome) {
+        if let operation = self as? AsyncOperation {
+            operation.end(outcome)
+        } else {
+            cancel()
         }
-        return !operation.isFinished && !operation.isCancelled
     }
 
-    /// Forgets the operations of `name` that are no longer live, then says whether any is left.
-    mutating func hasLiveOperation(named name: String) -> Bool {
-        guard var operations = names[name] else { return false }
-        operations.removeAll { !Self.isLive($0) }
-        names[name] = operations.isEmpty ? nil : operations
-        return !operations.isEmpty
-    }
+    func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event? { nil }
+}
 
-    /// Takes the live operations of `name` out of the index.
-    mutating func removeLiveOperations(named name: String) -> [Operation] {
-        guard let operations = names.removeValue(forKey: name) else { return [] }
-        return operations.filter(Self.isLive)
-    }
-
-    mutating func remove(_ operation: Operation, named name: String) {
-        guard var operations = names[name] else { return }
-        operations.removeAll { $0 === operation }
-        names[name] = operations.isEmpty ? nil : operations
-    }
-
-    mutating func becomeBusyIfIdle() -> Bool {
-        guard !isBusy, liveCount > 0 else { return false }
-        _ = busyPeriods.begin()
-        return post(.busy)
-    }
-
-    mutating func becomeIdleIfDone() -> Bool {
-        guard isBusy, liveCount == 0 else { return false }
-        return post(.idle(period: busyPeriods.end()))
-    }
-
-    /// Queues a transition; `true` when the caller became the deliverer.
-    private mutating func post(_ transition: Transition) -> Bool {
-        outbox.append(transition)
-        guard !isDelivering else { return false }
-        isDelivering = true
-        return true
-    }
+private struct WeakOperationQueueDelegate {
+    weak var delegate: (any BackgroundOperationQueueDelegate)?
 }

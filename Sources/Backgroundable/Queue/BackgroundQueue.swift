@@ -11,9 +11,12 @@ import Synchronization
 /// suspends. That is what lets plain (non-async) code keep FIFO order: units added one
 /// after another from one thread start in that order (see ``add(_:)-(AsyncTask)``).
 ///
-/// Units never start on the caller's thread. A drainer task moves ready units to
-/// executing in batches and creates each unit's wrapping `Task`; when a unit ends,
-/// the thread that ended it starts the next one if a slot is free.
+/// A unit added to a queue with nothing running gets its wrapping `Task` from the
+/// adding thread at once (as `Task.detached` would). Otherwise a drainer task moves
+/// ready units to executing in batches and creates their `Task`s; when a unit ends,
+/// the thread that ended it starts the next ones if slots are free. The scheduling
+/// rules live in one state machine shared with the Operation bridge
+/// (`QueueStateMachine`).
 ///
 /// A queue that is deinitialised cancels the units that have not started (outcome
 /// ``AsyncTask/Outcome/cancelled``); executing units run to their outcome.
@@ -23,6 +26,7 @@ public actor BackgroundQueue {
     public static let shared = BackgroundQueue(name: "Backgroundable.shared")
 
     nonisolated let core: QueueCore
+    private nonisolated let delegateBox = Lock(WeakDelegate())
 
     /// Creates a queue.
     ///
@@ -46,12 +50,12 @@ public actor BackgroundQueue {
             provider: backgroundTaskProvider,
             expirationPolicy: expirationPolicy
         )
-        core.queue = self
+        core.front = self
         (backgroundTaskProvider as? GracefulShutdownBackgroundTaskProvider)?.monitor(self)
     }
 
     deinit {
-        core.close()
+        core.transition { machine, actions in machine.close(actions: &actions) }
     }
 
     private static func effectiveLimit(_ limit: Int?) -> Int {
@@ -92,13 +96,16 @@ public actor BackgroundQueue {
     }
 
     /// Adds several units at once, in order; deduplication policies apply in that order.
+    /// The sequence is iterated before the queue's lock is taken, so its code may use
+    /// the queue.
     public nonisolated func add(contentsOf tasks: some Sequence<AsyncTask>) {
         core.add(tasks, sequential: false)
     }
 
     /// Adds a sequential group: each unit starts only after the previous one reached
     /// *any* outcome. A member that is dropped, cancelled or times out is skipped, so a
-    /// group never hangs. Members that were already added elsewhere are skipped.
+    /// group never hangs. Members that were already added elsewhere are skipped. The
+    /// sequence is iterated before the queue's lock is taken.
     public nonisolated func addSequence(_ tasks: some Sequence<AsyncTask>) {
         core.add(tasks, sequential: true)
     }
@@ -164,45 +171,37 @@ public actor BackgroundQueue {
     /// How many units may execute at once; `nil` means no limit. Values below 1 are
     /// treated as 1. Raising the limit starts waiting units at once.
     public nonisolated var maxConcurrentTasks: Int? {
-        let limit = core.state.withLock { $0.limit }
+        let limit = core.read { $0.limit }
         return limit == .max ? nil : limit
     }
 
     /// Changes ``maxConcurrentTasks``. Executing units are never interrupted.
     public nonisolated func setMaxConcurrentTasks(_ limit: Int?) {
-        core.transition { state, effects in
-            state.limit = Self.effectiveLimit(limit)
-            state.startReadyUnits(inlineLimit: 0, core: core, &effects)
-        }
+        core.transition { machine, actions in machine.setLimit(Self.effectiveLimit(limit), actions: &actions) }
     }
 
     /// Suspends the queue: nothing new starts until every `suspend()` is balanced by a
     /// ``resume()``. Executing units carry on.
     public nonisolated func suspend() {
-        core.state.withLock { $0.suspensions += 1 }
+        core.transition { machine, _ in machine.suspend() }
     }
 
     /// Balances one ``suspend()``. Extra calls are ignored. When the last suspension is
     /// lifted, waiting units start.
     public nonisolated func resume() {
-        core.transition { state, effects in
-            guard state.suspensions > 0 else { return }
-            state.suspensions -= 1
-            if state.suspensions == 0 {
-                state.startReadyUnits(inlineLimit: 0, core: core, &effects)
-            }
-        }
+        core.transition { machine, actions in machine.resume(actions: &actions) }
     }
 
     /// `true` while at least one ``suspend()`` is not balanced.
     public nonisolated var isSuspended: Bool {
-        core.state.withLock { $0.suspensions > 0 }
+        core.read { $0.suspensions > 0 }
     }
 
     /// Cancels every live unit — waiting and executing — with outcome
-    /// ``AsyncTask/Outcome/cancelled``. Units added afterwards run normally.
+    /// ``AsyncTask/Outcome/cancelled``. Units added afterwards run normally. Every unit
+    /// it cancels has ended, and left the queue, when this returns.
     public nonisolated func cancelAll() {
-        core.cancel { $0.liveUnits }
+        core.transition { machine, actions in machine.cancelAll(actions: &actions) }
     }
 
     // MARK: Observing
@@ -210,17 +209,18 @@ public actor BackgroundQueue {
     /// Units added and not started yet (waiting for a slot, the queue's resumption, or
     /// their predecessor in a sequential group).
     public nonisolated var enqueuedCount: Int {
-        core.transition { state, _ in state.enqueuedCount }
+        core.read { $0.enqueuedCount }
     }
 
-    /// Units executing now.
+    /// Units the queue has started and that have not ended (their work may not have
+    /// begun running yet: see ``AsyncTask/isExecuting``).
     public nonisolated var executingCount: Int {
-        core.transition { state, _ in state.executingCount }
+        core.read { $0.executingCount }
     }
 
     /// `true` while the queue has live units (its busy period).
     public nonisolated var isBusy: Bool {
-        core.transition { state, _ in state.isBusy }
+        core.read { $0.isBusy }
     }
 
     /// Waits until the queue is idle: no live unit, and the idle notification (delegate,
@@ -243,11 +243,59 @@ public actor BackgroundQueue {
     /// Held weakly. Calls are made in order, exactly once per busy period, never
     /// concurrently, on the thread that caused the transition or that was delivering.
     public nonisolated var delegate: (any BackgroundQueueDelegate)? {
-        core.state.withLock { $0.delegate }
+        delegateBox.withLock { $0.delegate }
     }
 
     /// Sets ``delegate``.
     public nonisolated func setDelegate(_ delegate: (any BackgroundQueueDelegate)?) {
-        core.state.withLock { $0.delegate = delegate }
+        delegateBox.withLock { $0.delegate = delegate }
+    }
+}
+
+extension BackgroundQueue: QueueFront {
+    nonisolated func queueWillStartWork() {
+        delegate?.backgroundQueueWillStartTasks(self)
+    }
+
+    nonisolated func queueDidFinishWork() {
+        delegate?.backgroundQueueDidFinishTasks(self)
+    }
+}
+
+private struct WeakDelegate {
+    weak var delegate: (any BackgroundQueueDelegate)?
+}
+
+/// The storage of a ``BackgroundQueue``.
+typealias QueueCore = QueueStorage<AsyncTask>
+
+extension QueueStorage where Member == AsyncTask {
+    /// Adds one unit: claims it (a unit belongs to one queue for its whole life), then
+    /// applies the rules in one transition.
+    func add(_ unit: AsyncTask) {
+        guard unit.state.withLock({ $0.claim() }) else { return }
+        let admission = unit.admission
+        if transition({ machine, actions in machine.add(admission, actions: &actions) }) {
+            attachOwner(unit)
+        }
+    }
+
+    /// Adds units in order, each after the previous one when `sequential`. The
+    /// caller's sequence is iterated here, before the lock: its code never runs under it.
+    func add(_ units: some Sequence<AsyncTask>, sequential: Bool) {
+        let admissions = units.filter { unit in unit.state.withLock { $0.claim() } }.map(\.admission)
+        guard !admissions.isEmpty else { return }
+        let admitted = transition { machine, actions in
+            machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
+        }
+        for unit in admitted { attachOwner(unit) }
+    }
+
+    /// From now on the unit tells the queue when it ends; if it already has (it was
+    /// cancelled while being added, or it ran to its end already), the queue is told here.
+    private func attachOwner(_ unit: AsyncTask) {
+        if let outcome = unit.state.withLock({ $0.attach(owner: self) }) {
+            memberEnded(unit, outcome)
+        }
     }
 }

@@ -34,6 +34,8 @@ public final class AsyncTask: Sendable {
     enum Work: Sendable {
         case callback(@Sendable (AsyncTask) -> Void)
         case operation(@Sendable () async throws -> any Sendable)
+        /// Run by the unit's front end (an ``AsyncOperation``'s closure): no queue runs it.
+        case external
     }
 
     /// The timeout a unit gets when none is given: 10 seconds, as in 1.x.
@@ -62,17 +64,6 @@ public final class AsyncTask: Sendable {
     let onTimeout: Boxed<@Sendable (AsyncTask) -> Void>?
     let state: Lock<UnitState>
 
-    /// Scheduling links, read and written only by the owning queue under its lock.
-    ///
-    /// `nonisolated(unsafe)` is sound because a unit belongs to at most one queue
-    /// (``UnitState/enqueue(in:)`` admits it once) and that queue touches these
-    /// fields only while holding its own lock.
-    @exclusivity(unchecked) nonisolated(unsafe) var links = QueueLinks()
-
-    // The one-byte fields come last, where they pack with the end of `links` (stored
-    // properties are laid out in declaration order): every pending unit is one
-    // allocation, and a smaller one.
-
     /// What a queue does when a live unit already has this unit's name.
     public let uniquenessPolicy: UniquenessPolicy
     /// ``priority`` as its raw value, 0 for none (the runtime's "unspecified"): the
@@ -89,15 +80,14 @@ public final class AsyncTask: Sendable {
         priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable (AsyncTask) -> Void)?,
-        work: Work?
+        work: Work
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout.map(Boxed.init)
-        // No work: the unit is reserved for a front end that runs its work itself.
-        self.state = Lock(UnitState(phase: work.map { .created($0) } ?? .reserved))
+        self.state = Lock(UnitState(work: work))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -276,9 +266,16 @@ public final class AsyncTask: Sendable {
 
     // MARK: Running
 
-    /// Creates the wrapping `Task` of a unit its owner has just moved to `launching`.
-    /// The `Task` takes the work from the unit's state when it runs.
-    func launch() {
+    /// The admission the queue's rules need: the unit's immutable attributes.
+    var admission: QueueStateMachine<AsyncTask>.Admission {
+        .init(
+            member: self, name: name, policy: uniquenessPolicy, priority: priorityRawValue,
+            timeout: hasTimeout ? timeoutNanoseconds : nil)
+    }
+
+    /// Creates the wrapping `Task` of a unit that has just moved to `launching`. The
+    /// `Task` takes the work from the unit's state when it runs.
+    func launchTask() {
         let task = Task.detached(name: name, priority: priority) {
             await self.execute()
         }
@@ -287,16 +284,22 @@ public final class AsyncTask: Sendable {
         }
     }
 
-    /// Runs work that the owner has just started with `startAtOnce`: a callback-style
-    /// body (the body is synchronous; it ends the unit with `finish()`) right here on
-    /// the calling thread, an async body in its wrapping `Task`. For executors that
-    /// already provide a thread.
-    func runHere(_ work: Work) {
-        if case .callback(let body) = work {
-            body(self)
-        } else {
-            launch()
+    /// Starts the unit on the calling thread, for a front end that runs it instead of a
+    /// queue (the Operation bridge): a callback-style body is called right here (as 1.x
+    /// ran an `AsyncOperation`'s closure on its `OperationQueue`'s thread), an async body
+    /// gets its wrapping `Task`. Returns `true` when the unit started: `false` when it
+    /// was already added to a queue or has ended, or when its work is external (then
+    /// `byItsFrontEnd` must be `true`, and the caller runs it when this returns `true`).
+    @discardableResult
+    func startHere(byItsFrontEnd: Bool = false, beforeRunning: () -> Void = {}) -> Bool {
+        guard let work = state.withLock({ $0.startHere(byItsFrontEnd: byItsFrontEnd) }) else { return false }
+        beforeRunning()
+        switch work {
+        case .callback(let body): body(self)
+        case .operation: launchTask()
+        case .external: break
         }
+        return true
     }
 
     private func execute() async {
@@ -322,6 +325,29 @@ public final class AsyncTask: Sendable {
             } catch {
                 end(.failed(error))
             }
+        case .external:
+            break  // Never launched: external work is run by its front end.
+        }
+    }
+}
+
+extension AsyncTask: QueueMember {
+    /// The queue started the unit: it moves to launching and gets its `Task`.
+    func startFromQueue() {
+        if state.withLock({ $0.launch() }) {
+            launchTask()
+        }
+    }
+
+    func endFromQueue(_ outcome: Outcome) {
+        end(outcome)
+    }
+
+    func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event? {
+        switch event {
+        case .enqueued: .enqueued(self)
+        case .started: .started(self)
+        case .ended(let outcome): .ended(self, outcome)
         }
     }
 }
@@ -337,7 +363,7 @@ extension UnitState.Ending {
     /// the unit first (so waiters see its slot free), then the `Task` is cancelled, the
     /// parked body and the waiters are resumed, and `onTimeout` runs.
     func perform(for unit: AsyncTask) {
-        owner?.forget(unit, outcome: outcome)
+        owner?.memberEnded(unit, outcome)
         task?.cancel()
         parkedBody?.resume()
         for waiter in waiters {

@@ -1,35 +1,23 @@
-/// A front end that must hear when its unit ends (the Operation bridge): held strongly by
-/// the unit until then, with no closure to allocate.
-protocol UnitObserver: AnyObject, Sendable {
-    /// Called at most once, on the thread that ended the unit, outside every lock.
-    func unitEnded(_ outcome: AsyncTask.Outcome)
-}
-
 /// The lifecycle of one unit as a value: pure transitions that say what must be
 /// done once the unit's lock is released (see ``UnitState/Ending``).
 ///
-/// created → enqueued (in exactly one ``QueueCore``) → launching → executing →
-/// ended(outcome), or reserved → executing → ended(outcome) for a unit whose front end
-/// runs its work.
+/// created → enqueued (claimed by exactly one queue) → launching (the queue started
+/// it; its wrapping `Task` has not taken the work yet) → executing → ended(outcome).
+/// A front end that runs a unit on its own thread (the Operation bridge) goes through
+/// the same transitions in one step (``startHere(byItsFrontEnd:)``).
+///
 /// The first transition to `ended` wins; every later one returns `nil`, which is what
 /// makes `finish()`, `cancel()`, timeouts and replacement race-free and exactly-once.
 struct UnitState {
     enum Phase {
         case created(AsyncTask.Work)
-        /// Belongs to a front end that runs the work itself (an ``AsyncOperation``): no
-        /// queue admits it, and only that front end starts it.
-        case reserved
-        case enqueued(QueueCore, AsyncTask.Work)
-        /// Started (its queue counts it as executing) and waiting for its wrapping `Task`
-        /// to take the work. Kept here rather than captured, the work costs the `Task`'s
-        /// closure no context of its own: it captures only the unit. `owner` and `task`
-        /// as in `executing`.
-        case launching(QueueCore?, task: Task<Void, Never>?, work: AsyncTask.Work)
-        /// `owner` is the core that forgets the unit when it ends (`nil`: none tracks
-        /// it); `task` is the wrapping `Task` once it is attached.
-        case executing(QueueCore?, task: Task<Void, Never>?, Body)
+        case enqueued(AsyncTask.Work)
+        /// Kept here rather than captured, the work costs the `Task`'s closure no
+        /// context of its own: it captures only the unit. `task` once attached.
+        case launching(AsyncTask.Work, task: Task<Void, Never>?)
+        case executing(task: Task<Void, Never>?, Body)
         /// `value` is what an async-style body returned. Boxed: inline, the existential
-        /// would make the phase 16 bytes larger and every copy of it a runtime call.
+        /// would make the phase larger and every copy of it a runtime call.
         case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
     }
 
@@ -42,6 +30,8 @@ struct UnitState {
         /// bit set), so that the body awaiting its own unit is recognised instead of
         /// waiting forever.
         case operation(taskID: Int)
+        /// Work its front end runs (an ``AsyncOperation``'s closure).
+        case external
     }
 
     /// Someone waiting for the outcome.
@@ -62,8 +52,7 @@ struct UnitState {
     /// What to do, outside every lock, after a unit ended.
     struct Ending {
         let outcome: AsyncTask.Outcome
-        /// The queue that must forget the unit; `nil` when the queue itself ended it
-        /// under its own lock and has already forgotten it.
+        /// The queue to tell that the unit ended (`nil` when none holds it yet).
         var owner: QueueCore?
         /// The wrapping `Task`, to cancel when the outcome stops the work.
         var task: Task<Void, Never>?
@@ -71,13 +60,14 @@ struct UnitState {
         var waiters: [Waiter]
     }
 
-    // `waiters` first: the phase's last byte is its tag, and the unit's one-byte fields
-    // pack after it.
     var waiters: [Waiter] = []
+    /// The queue that holds the unit, told once when it ends. Set after the queue
+    /// admitted it (``attach(owner:)``).
+    var owner: QueueCore?
     var phase: Phase
 
-    init(phase: Phase) {
-        self.phase = phase
+    init(work: AsyncTask.Work) {
+        self.phase = .created(work)
     }
 
     var outcome: AsyncTask.Outcome? {
@@ -89,50 +79,38 @@ struct UnitState {
         if case .ended = phase { true } else { false }
     }
 
-    /// `true` from the start (`launching`) until the end.
+    /// `true` while the work really runs: from the moment its `Task` (or its front end)
+    /// took it until the end. A unit its queue started but whose `Task` has not run yet
+    /// is not executing.
     var isExecuting: Bool {
-        switch phase {
-        case .launching, .executing: true
-        default: false
-        }
+        if case .executing = phase { true } else { false }
     }
 
-    /// created → enqueued. `false` when the unit was already handed to a queue or has
-    /// ended: adding it again is a no-op.
-    mutating func enqueue(in owner: QueueCore) -> Bool {
+    // MARK: Starting
+
+    /// created → enqueued, for the queue the unit is being added to. `false` when it
+    /// was already added, has ended, or runs only through its front end.
+    mutating func claim() -> Bool {
         guard case .created(let work) = phase else { return false }
-        phase = .enqueued(owner, work)
+        if case .external = work { return false }
+        phase = .enqueued(work)
         return true
     }
 
-    /// enqueued → launching: the caller launches the wrapping `Task`. `false` when the
+    /// The queue that claimed the unit admitted it: it is told when the unit ends.
+    /// Returns the outcome instead when the unit has already ended (the queue must
+    /// then be told by the caller).
+    mutating func attach(owner queue: QueueCore) -> AsyncTask.Outcome? {
+        if let outcome { return outcome }
+        owner = queue
+        return nil
+    }
+
+    /// enqueued → launching: the caller creates the wrapping `Task`. `false` when the
     /// unit has ended.
-    mutating func start() -> Bool {
-        guard case .enqueued(let owner, let work) = phase else { return false }
-        phase = .launching(owner, task: nil, work: work)
-        return true
-    }
-
-    /// created → started in one step, for an executor that runs the unit at once, and
-    /// returns the work: a callback-style body is now executing, for the caller to call
-    /// on its thread; an async body is launching, for the caller to launch its `Task`.
-    /// `owner` keeps the unit's deadline (`nil` when it has none). `nil` when the unit
-    /// was already handed to a queue or has ended.
-    mutating func startAtOnce(owner: QueueCore?) -> AsyncTask.Work? {
-        guard case .created(let work) = phase else { return nil }
-        if case .callback = work {
-            phase = .executing(owner, task: nil, .callback(parked: nil))
-        } else {
-            phase = .launching(owner, task: nil, work: work)
-        }
-        return work
-    }
-
-    /// reserved → executing, for the front end that reserved the unit (it runs the work
-    /// itself). `false` when the unit has ended.
-    mutating func startReserved(owner: QueueCore?) -> Bool {
-        guard case .reserved = phase else { return false }
-        phase = .executing(owner, task: nil, .callback(parked: nil))
+    mutating func launch() -> Bool {
+        guard case .enqueued(let work) = phase else { return false }
+        phase = .launching(work, task: nil)
         return true
     }
 
@@ -140,40 +118,53 @@ struct UnitState {
     /// attached: the caller must cancel it.
     mutating func attach(_ task: Task<Void, Never>) -> Bool {
         switch phase {
-        case .launching(let owner, nil, let work):
-            phase = .launching(owner, task: task, work: work)
-        case .executing(let owner, nil, let body):
-            phase = .executing(owner, task: task, body)
+        case .launching(let work, nil):
+            phase = .launching(work, task: task)
+        case .executing(nil, let body):
+            phase = .executing(task: task, body)
         default:
             return false
         }
         return true
     }
 
-    /// launching → executing, for the wrapping `Task`: returns the work to run, or `nil`
-    /// when the unit ended before its `Task` ran (its work never runs). `taskID`
-    /// identifies the running task (see ``Body/operation(taskID:)``); it is asked for
-    /// async bodies only.
+    /// launching → executing, for whoever runs the work: returns it, or `nil` when the
+    /// unit ended before (its work never runs). `taskID` identifies the running task
+    /// (see ``Body/operation(taskID:)``); it is asked for async bodies only.
     mutating func takeWork(taskID: () -> Int) -> AsyncTask.Work? {
-        guard case .launching(let owner, let task, let work) = phase else { return nil }
+        guard case .launching(let work, let task) = phase else { return nil }
         switch work {
-        case .callback: phase = .executing(owner, task: task, .callback(parked: nil))
-        case .operation: phase = .executing(owner, task: task, .operation(taskID: taskID()))
+        case .callback: phase = .executing(task: task, .callback(parked: nil))
+        case .operation: phase = .executing(task: task, .operation(taskID: taskID()))
+        case .external: phase = .executing(task: task, .external)
         }
         return work
     }
 
+    /// claim, launch and take the work in one step, for a front end that runs the unit
+    /// on its own thread instead of a queue. Returns the work: a callback or external
+    /// body is now executing, for the caller to run; an async body is launching, for
+    /// the caller to launch its `Task`. `nil` when the unit was already added to a
+    /// queue, has ended, or (unless `byItsFrontEnd`) its work belongs to a front end.
+    mutating func startHere(byItsFrontEnd: Bool) -> AsyncTask.Work? {
+        guard case .created(let work) = phase else { return nil }
+        if case .external = work, !byItsFrontEnd { return nil }
+        phase = .launching(work, task: nil)
+        if case .operation = work { return work }
+        return takeWork { 0 }
+    }
+
     /// `true` while an async body runs in the task `taskID` identifies.
     func isRunningBody(in taskID: Int) -> Bool {
-        guard case .executing(_, _, .operation(let runningID)) = phase else { return false }
+        guard case .executing(_, .operation(let runningID)) = phase else { return false }
         return runningID == taskID
     }
 
     /// Parks a callback-style body until the unit ends. `false` when it has already
     /// ended: the caller resumes the continuation itself.
     mutating func park(_ body: Continuation<Void>) -> Bool {
-        guard case .executing(let owner, let task, .callback(parked: nil)) = phase else { return false }
-        phase = .executing(owner, task: task, .callback(parked: body))
+        guard case .executing(let task, .callback(parked: nil)) = phase else { return false }
+        phase = .executing(task: task, .callback(parked: body))
         return true
     }
 
@@ -184,39 +175,34 @@ struct UnitState {
         return nil
     }
 
-    /// `finish()`: finished while executing; before the unit starts it cancels it
-    /// (the 1.x behaviour).
+    // MARK: Ending
+
+    /// `finish()`: finished while the work runs; before that (even once its queue
+    /// started it, while its `Task` has not taken the work) it cancels the unit, as in
+    /// 1.x: work that never ran is never reported finished.
     mutating func finish() -> Ending? {
         isExecuting ? end(.finished) : end(.cancelled)
     }
 
-    /// The one transition to `ended`. Returns `nil` when the unit has already ended, or
-    /// when the outcome does not apply to the current phase (a unit that is not
-    /// executing cannot finish, fail or time out; only an arriving unit can be dropped).
-    mutating func end(
-        _ outcome: AsyncTask.Outcome,
-        value: Boxed<any Sendable>? = nil,
-        ownerKnows: Bool = false
-    ) -> Ending? {
-        var owner: QueueCore?
+    /// The one transition to `ended`. Returns `nil` when the unit has already ended,
+    /// or when the outcome does not apply to the current phase: before the work runs a
+    /// unit can only be stopped (cancelled, replaced, dropped; timed out once its queue
+    /// started it); while it runs it cannot be dropped.
+    mutating func end(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil) -> Ending? {
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
-        switch (phase, outcome) {
+        switch (phase, outcome.kind) {
         case (.ended, _):
             return nil
         case (.created, .cancelled), (.created, .dropped), (.created, .replaced),
-            (.reserved, .cancelled), (.reserved, .dropped), (.reserved, .replaced):
+            (.enqueued, .cancelled), (.enqueued, .dropped), (.enqueued, .replaced),
+            // The queue started it with a timeout of zero or less: it expired at once.
+            (.enqueued, .timedOut):
             break
-        case (.enqueued(let core, _), .cancelled), (.enqueued(let core, _), .replaced),
-            (.enqueued(let core, _), .dropped):
-            owner = core
-        case (.launching(let core, let runningTask, _), _):
-            guard outcome.kind != .dropped else { return nil }
-            owner = core
-            if outcome.isCancellation { task = runningTask }
-        case (.executing(let core, let runningTask, let body), _):
-            guard outcome.kind != .dropped else { return nil }
-            owner = core
+        case (.launching(_, let runningTask), .cancelled), (.launching(_, let runningTask), .replaced),
+            (.launching(_, let runningTask), .timedOut):
+            task = runningTask
+        case (.executing(let runningTask, let body), let kind) where kind != .dropped:
             if case .callback(let parked) = body { parkedBody = parked }
             if outcome.isCancellation { task = runningTask }
         default:
@@ -225,12 +211,13 @@ struct UnitState {
         phase = .ended(outcome, value: value)
         let waiters = self.waiters
         self.waiters = []
-        return Ending(
-            outcome: outcome,
-            owner: ownerKnows ? nil : owner,
-            task: task,
-            parkedBody: parkedBody,
-            waiters: waiters
-        )
+        return Ending(outcome: outcome, owner: owner, task: task, parkedBody: parkedBody, waiters: waiters)
     }
+}
+
+/// A front end that must hear when its unit ends (the Operation bridge): held strongly
+/// by the unit until then, with no closure to allocate.
+protocol UnitObserver: AnyObject, Sendable {
+    /// Called at most once, on the thread that ended the unit, outside every lock.
+    func unitEnded(_ outcome: AsyncTask.Outcome)
 }

@@ -10,16 +10,55 @@ struct UnitStateTests {
         label: "unit-state", limit: .max, provider: NoopBackgroundTaskProvider(), expirationPolicy: .keepRunning)
 
     private func startedState(_ work: AsyncTask.Work = .callback { _ in }) -> UnitState {
-        var state = UnitState(phase: .enqueued(core, work))
-        let started = state.start()
-        #expect(started)
+        var state = UnitState(work: work)
+        let claimed = state.claim()
+        let attached = state.attach(owner: core)
+        let started = state.launch()
+        #expect(claimed && attached == nil && started)
         return state
     }
 
-    @Test func aStartedUnitCountsAsExecutingBeforeItsTaskTakesTheWork() {
-        let state = startedState()
-        #expect(state.isExecuting)
+    /// Issue: a unit its queue started but whose `Task` had not taken the work yet read
+    /// `isExecuting == true`, and `finish()` then reported `finished` for work that never
+    /// ran.
+    @Test func aStartedUnitIsNotExecutingUntilItsTaskTakesTheWork() {
+        var state = startedState()
+        #expect(!state.isExecuting)
         #expect(!state.hasEnded)
+        _ = state.takeWork(taskID: { 1 })
+        #expect(state.isExecuting)
+    }
+
+    @Test func finishBeforeTheTaskTakesTheWorkCancels() {
+        var state = startedState()
+        let ending = state.finish()
+        #expect(ending?.outcome.kind == .cancelled, "work that never ran is not finished")
+        #expect(state.takeWork(taskID: { 1 }) == nil, "and never runs")
+    }
+
+    @Test func aUnitIsClaimedByOneQueueOnlyAndExternalWorkByNone() {
+        var state = UnitState(work: .callback { _ in })
+        let first = state.claim()
+        let second = state.claim()
+        #expect(first)
+        #expect(!second, "a unit belongs to one queue")
+        var external = UnitState(work: .external)
+        let claimed = external.claim()
+        let byOthers = external.startHere(byItsFrontEnd: false)
+        let byItsFrontEnd = external.startHere(byItsFrontEnd: true)
+        #expect(!claimed, "an AsyncOperation's unit runs only through its operation")
+        #expect(byOthers == nil)
+        #expect(byItsFrontEnd != nil)
+        #expect(external.isExecuting)
+    }
+
+    @Test func aUnitThatEndedBeforeItsOwnerAttachedHandsBackItsOutcome() {
+        var state = UnitState(work: .callback { _ in })
+        _ = state.claim()
+        let ending = state.end(.cancelled)
+        #expect(ending?.owner == nil, "no queue held it yet")
+        let outcome = state.attach(owner: core)
+        #expect(outcome?.kind == .cancelled, "the queue that admitted it is told by the caller")
     }
 
     @Test func aUnitThatEndsBeforeItsTaskRunsNeverHandsOutItsWork() async {

@@ -1,0 +1,106 @@
+/// A FIFO of record handles whose entries may go stale: an entry names a slot and the
+/// ticket of the record that held it when it was queued, so an entry whose record ended
+/// (or whose slot was reused) is recognised and skipped instead of searched for and
+/// removed. Removal is O(1) (nothing to do), popping is amortised O(1), and the stale
+/// entries are compacted away as soon as they outnumber the live ones.
+struct TicketQueue {
+    struct Entry: Equatable {
+        var slot: Int32
+        var ticket: UInt64
+    }
+
+    private var entries: [Entry] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == entries.count }
+    /// Entries, stale ones included.
+    var count: Int { entries.count - head }
+
+    mutating func append(_ entry: Entry) {
+        entries.append(entry)
+    }
+
+    /// The oldest entry, stale or not.
+    var first: Entry? { head < entries.count ? entries[head] : nil }
+
+    mutating func removeFirst() {
+        head += 1
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: entries.count < 4096)
+            head = 0
+        } else if head >= 1024, head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Keeps only the entries `isLive` accepts, in order.
+    mutating func compact(_ isLive: (Entry) -> Bool) {
+        entries = entries[head...].filter(isLive)
+        head = 0
+    }
+
+    /// Every entry, oldest first.
+    var all: ArraySlice<Entry> { entries[head...] }
+}
+
+/// A binary min-heap of deadlines, with entries that may go stale like
+/// ``TicketQueue``'s: O(log n) to add and to pop, whatever the timeouts are.
+struct DeadlineHeap {
+    struct Entry {
+        var deadline: Int64
+        var slot: Int32
+        var ticket: UInt64
+    }
+
+    private(set) var entries: [Entry] = []
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+    var first: Entry? { entries.first }
+
+    mutating func insert(_ entry: Entry) {
+        entries.append(entry)
+        var child = entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard entries[child].deadline < entries[parent].deadline else { break }
+            entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() {
+        let last = entries.removeLast()
+        guard !entries.isEmpty else { return }
+        entries[0] = last
+        siftDown(0)
+    }
+
+    /// Keeps only the entries `isLive` accepts, and restores the heap order: O(n).
+    mutating func compact(_ isLive: (Entry) -> Bool) {
+        entries = entries.filter(isLive)
+        for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) {
+            siftDown(index)
+        }
+    }
+
+    mutating func removeAll() {
+        entries = []
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < entries.count else { return }
+            var smallest = left
+            if left + 1 < entries.count, entries[left + 1].deadline < entries[left].deadline {
+                smallest = left + 1
+            }
+            guard entries[smallest].deadline < entries[parent].deadline else { return }
+            entries.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

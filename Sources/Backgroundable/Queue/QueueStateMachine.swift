@@ -1,0 +1,727 @@
+/// The scheduling rules of a queue, as a value with pure transitions.
+///
+/// Every rule about *when* members start, which ones end and why, deduplication by
+/// name, sequential groups, suspension, the concurrency limit, deadlines, busy periods
+/// and background time lives here, once, for both front ends (``BackgroundQueue`` and the
+/// Operation bridge). A transition takes an event, updates the value and appends
+/// ``Action``s; it never touches a member, takes no other lock, creates no `Task` and
+/// calls no caller code. ``QueueStorage`` holds the machine under its lock and performs
+/// the actions after unlocking, in order.
+///
+/// `Member` is what the queue schedules (``AsyncTask``, or `Operation` in the bridge);
+/// the machine only stores references to members and hands them back in actions.
+///
+/// ## Lifecycle of a member
+/// admitted (`ready`, `blocked` behind its predecessor in a sequential group, or
+/// `external`: started by its front end) → `executing` → ended. A member the queue ends
+/// (replacement, timeout, `cancelAll`, expiry, closing) is first marked *ending*: it is
+/// no longer live for deduplication and never starts, and an ``Action/end(_:_:)`` asks
+/// the storage to end it. Every admitted member leaves the machine through exactly one
+/// ``memberEnded(_:_:actions:)`` event, carrying the outcome it really reached (the
+/// member may have ended itself in a race with the queue); only then are its slot, its
+/// sequential successor and the busy period released.
+///
+/// ## Cost
+/// Every transition is O(1) or O(log n) in the number of live members (amortised where
+/// stale entries are compacted), whatever the names, timeouts and priorities.
+struct QueueStateMachine<Member: AnyObject> {
+    /// A member arriving, with the attributes the rules need.
+    struct Admission {
+        let member: Member
+        let name: String?
+        let policy: UniquenessPolicy
+        /// The raw `TaskPriority`, 0 for none (ranks as `medium`).
+        let priority: UInt8
+        /// Nanoseconds from the start until the member times out; `nil` for never.
+        let timeout: Int64?
+    }
+
+    /// What the storage must do once the lock is released, in order.
+    enum Action {
+        /// Start the member's work (it is counted as executing).
+        case start(Member)
+        /// End the member with this outcome; its ``memberEnded(_:_:actions:)`` follows
+        /// (with this outcome, or the one it reached first).
+        case end(Member, AsyncTask.Outcome)
+        /// The member was not admitted (dropped, or the queue is closed): end it with
+        /// this outcome. Nothing follows.
+        case reject(Member, AsyncTask.Outcome)
+        /// Make sure a sleeper wakes the queue at `deadline` (continuous-clock
+        /// nanoseconds) and sends ``deadlineReached(generation:actions:)`` with
+        /// `generation`; a sleeper of an older generation may stop.
+        case armSleeper(deadline: Int64, generation: UInt64)
+        /// Run ``drain(actions:)`` from a new task until it returns `false`.
+        case spawnDrainer
+        /// The caller became the deliverer: take ``takeDeliveries()`` until it
+        /// returns `nil`.
+        case deliver
+    }
+
+    /// What the deliverer hands to observers, in order, one delivery at a time.
+    enum Delivery {
+        /// idle → busy: begin background time, then send
+        /// ``backgroundTimeBegun(period:actions:)``, then tell the delegate.
+        case busy(period: UInt64)
+        /// busy → idle: end background time, tell the delegate, then send
+        /// ``idleDelivered(period:)`` and resume the waiters it returns.
+        case idle(period: UInt64)
+        case event(QueueEvent<Member>)
+        /// The queue was closed and is idle: nothing more will be delivered.
+        case closed
+    }
+
+    /// Where a live member is.
+    enum Place: UInt8 {
+        case ready, blocked, external, executing
+    }
+
+    struct Record {
+        /// `nil` while the slot is free.
+        var member: Member?
+        var name: String?
+        /// Unique per admission: tells a queue or heap entry of this record from a stale one.
+        var ticket: UInt64 = 0
+        var timeout: Int64 = .min
+        var predecessor: Int32 = -1
+        var successor: Int32 = -1
+        var namePrevious: Int32 = -1
+        var nameNext: Int32 = -1
+        var priority: UInt8 = 0
+        var place = Place.ready
+        /// The queue asked for it to end; its real end is on its way.
+        var isEnding = false
+    }
+
+    /// The live members of one name, linked through their records in admission order.
+    struct NameGroup {
+        var first: Int32
+        var last: Int32
+        var count: Int
+    }
+
+    // MARK: State
+
+    private(set) var limit: Int
+    private(set) var suspensions = 0
+    private(set) var isClosed = false
+    /// Whether anyone listens to per-member events (set by the storage).
+    var isObserved = false
+    /// `false` for a queue with no busy periods (the bridge's shared deadline keeper).
+    let reportsBusyPeriods: Bool
+    /// The clock, in nanoseconds; injected by tests.
+    let now: @Sendable () -> Int64
+
+    private var records: [Record] = []
+    private var freeSlots: [Int32] = []
+    private var slots: [ObjectIdentifier: Int32] = [:]
+    private var names: [String: NameGroup] = [:]
+    private var tickets: UInt64 = 0
+
+    /// Ready members by priority, highest first; FIFO within a priority.
+    private var ready: [(priority: UInt8, queue: TicketQueue)] = []
+    private var readyCount = 0
+    private var deadlines = DeadlineHeap()
+    private var timedCount = 0
+
+    private(set) var enqueuedCount = 0
+    private(set) var executingCount = 0
+    private var drainerScheduled = false
+    private var sleeper: (deadline: Int64, generation: UInt64)?
+    private var sleeperGenerations: UInt64 = 0
+
+    private(set) var isBusy = false
+    /// Idle → busy transitions so far: the current or last busy period.
+    private(set) var period: UInt64 = 0
+    /// Members start only once the busy period's background time is held.
+    private var backgroundTimeHeld: Bool
+    private var idleDeliveredThrough: UInt64 = 0
+    private var idleWaiters: [(period: UInt64, waiter: Continuation<Void>)] = []
+    private var outbox: [Delivery] = []
+    private var isDelivering = false
+
+    init(limit: Int, reportsBusyPeriods: Bool = true, now: @escaping @Sendable () -> Int64) {
+        self.limit = Swift.max(1, limit)
+        self.reportsBusyPeriods = reportsBusyPeriods
+        self.backgroundTimeHeld = !reportsBusyPeriods
+        self.now = now
+    }
+
+    /// Live members: admitted and not ended (ending ones included).
+    var liveCount: Int { slots.count }
+
+    // MARK: Adding
+
+    /// Adds one member; it may start on the caller's thread when the queue has nothing
+    /// else running. Returns `false` when it was rejected (see ``Action/reject(_:_:)``).
+    mutating func add(_ admission: Admission, actions: inout [Action]) -> Bool {
+        guard let slot = admit(admission, place: .ready, actions: &actions) else { return false }
+        link(slot, behind: -1, actions: &actions)
+        startReady(inline: executingCount == 0 && !drainerScheduled ? 1 : 0, actions: &actions)
+        return true
+    }
+
+    /// Adds members in order (their policies apply in that order); with `sequential`,
+    /// each starts only after the previous admitted one ended. Returns the admitted ones.
+    mutating func add(
+        contentsOf admissions: [Admission],
+        sequential: Bool,
+        actions: inout [Action]
+    ) -> [Member] {
+        var admitted: [Member] = []
+        var previous: Int32 = -1
+        for admission in admissions {
+            guard let slot = admit(admission, place: .ready, actions: &actions) else { continue }
+            admitted.append(admission.member)
+            link(slot, behind: sequential ? previous : -1, actions: &actions)
+            previous = slot
+        }
+        startReady(inline: 0, actions: &actions)
+        return admitted
+    }
+
+    /// Adds a member whose front end starts it (the Operation bridge): live for
+    /// deduplication and busy periods, never started by the queue. See
+    /// ``externalStarted(_:timeout:actions:)``.
+    mutating func addExternal(_ admission: Admission, actions: inout [Action]) -> Bool {
+        guard admit(admission, place: .external, actions: &actions) != nil else { return false }
+        emit(.enqueued(admission.member), actions: &actions)
+        return true
+    }
+
+    /// Applies the uniqueness policy and records the member. `nil` when rejected.
+    private mutating func admit(_ admission: Admission, place: Place, actions: inout [Action]) -> Int32? {
+        if isClosed {
+            actions.append(.reject(admission.member, .cancelled))
+            return nil
+        }
+        if let name = admission.name, let group = names[name] {
+            switch admission.policy {
+            case .ignore:
+                break
+            case .drop:
+                actions.append(.reject(admission.member, .dropped))
+                emit(.ended(admission.member, .dropped), actions: &actions)
+                return nil
+            case .replace:
+                var cursor = group.first
+                while cursor >= 0 {
+                    let next = records[Int(cursor)].nameNext
+                    markEnding(cursor, .replaced, actions: &actions)
+                    cursor = next
+                }
+            }
+        }
+        let slot = allocate()
+        tickets += 1
+        records[Int(slot)] = Record(
+            member: admission.member, name: admission.name, ticket: tickets,
+            timeout: admission.timeout ?? .min, priority: admission.priority, place: place)
+        slots[ObjectIdentifier(admission.member)] = slot
+        if let name = admission.name { addToName(slot, name) }
+        enqueuedCount += 1
+        becomeBusyIfIdle(actions: &actions)
+        return slot
+    }
+
+    /// Places an admitted member: ready, or blocked behind `predecessor`.
+    private mutating func link(_ slot: Int32, behind predecessor: Int32, actions: inout [Action]) {
+        if predecessor >= 0 {
+            records[Int(predecessor)].successor = slot
+            records[Int(slot)].predecessor = predecessor
+            records[Int(slot)].place = .blocked
+        } else {
+            makeReady(slot)
+        }
+        let member = records[Int(slot)].member!
+        emit(.enqueued(member), actions: &actions)
+    }
+
+    private mutating func allocate() -> Int32 {
+        if let slot = freeSlots.popLast() { return slot }
+        records.append(Record())
+        return Int32(records.count - 1)
+    }
+
+    // MARK: Names
+
+    private mutating func addToName(_ slot: Int32, _ name: String) {
+        if var group = names[name] {
+            records[Int(group.last)].nameNext = slot
+            records[Int(slot)].namePrevious = group.last
+            group.last = slot
+            group.count += 1
+            names[name] = group
+        } else {
+            names[name] = NameGroup(first: slot, last: slot, count: 1)
+        }
+    }
+
+    /// Takes a member out of its name's group: it no longer counts for deduplication.
+    private mutating func removeFromName(_ slot: Int32) {
+        guard let name = records[Int(slot)].name else { return }
+        let previous = records[Int(slot)].namePrevious
+        let next = records[Int(slot)].nameNext
+        records[Int(slot)].name = nil
+        records[Int(slot)].namePrevious = -1
+        records[Int(slot)].nameNext = -1
+        if previous >= 0 { records[Int(previous)].nameNext = next }
+        if next >= 0 { records[Int(next)].namePrevious = previous }
+        guard var group = names[name] else { return }
+        group.count -= 1
+        if group.count == 0 {
+            names[name] = nil
+            return
+        }
+        if group.first == slot { group.first = next }
+        if group.last == slot { group.last = previous }
+        names[name] = group
+    }
+
+    /// `true` when a live member (not ending) has this name.
+    func hasLiveMember(named name: String) -> Bool {
+        names[name] != nil
+    }
+
+    // MARK: Starting
+
+    /// The key a priority is ranked by: none ranks as `medium`, like a `Task`'s.
+    private static func rank(_ priority: UInt8) -> UInt8 {
+        priority == 0 ? TaskPriority.medium.rawValue : priority
+    }
+
+    private mutating func makeReady(_ slot: Int32) {
+        records[Int(slot)].place = .ready
+        let rank = Self.rank(records[Int(slot)].priority)
+        let entry = TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket)
+        var index = 0
+        while index < ready.count, ready[index].priority > rank { index += 1 }
+        if index == ready.count || ready[index].priority != rank {
+            ready.insert((rank, TicketQueue()), at: index)
+        }
+        ready[index].queue.append(entry)
+        readyCount += 1
+    }
+
+    private func isReady(_ entry: TicketQueue.Entry) -> Bool {
+        Self.isReady(entry, in: records)
+    }
+
+    private static func isReady(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
+        let record = records[Int(entry.slot)]
+        return record.ticket == entry.ticket && record.place == .ready && !record.isEnding && record.member != nil
+    }
+
+    /// Whether anything may start now.
+    private var mayStart: Bool {
+        backgroundTimeHeld && suspensions == 0 && executingCount < limit
+    }
+
+    /// The next member to start, taken out of its ready queue.
+    private mutating func popReady() -> Int32? {
+        let index = 0
+        while index < ready.count {
+            while let entry = ready[index].queue.first {
+                ready[index].queue.removeFirst()
+                if isReady(entry) {
+                    readyCount -= 1
+                    return entry.slot
+                }
+            }
+            ready.remove(at: index)
+        }
+        return nil
+    }
+
+    /// Whether a ready member is waiting (drops the stale entries in front of it).
+    private mutating func hasReady() -> Bool {
+        let index = 0
+        while index < ready.count {
+            while let entry = ready[index].queue.first {
+                if isReady(entry) { return true }
+                ready[index].queue.removeFirst()
+            }
+            ready.remove(at: index)
+        }
+        return false
+    }
+
+    /// Starts up to `inline` members now (their start actions run on the caller's
+    /// thread) and leaves the rest to a drainer.
+    private mutating func startReady(inline: Int, actions: inout [Action]) {
+        var started = 0
+        while started < inline, mayStart, let slot = popReady() {
+            start(slot, actions: &actions)
+            started += 1
+        }
+        if !drainerScheduled, mayStart, hasReady() {
+            drainerScheduled = true
+            actions.append(.spawnDrainer)
+        }
+    }
+
+    /// One round of the drainer: starts up to 64 members. `false` when there was
+    /// nothing to start: the drainer stops (and the role is free again).
+    mutating func drain(actions: inout [Action]) -> Bool {
+        var started = 0
+        while started < 64, mayStart, let slot = popReady() {
+            start(slot, actions: &actions)
+            started += 1
+        }
+        if started == 0 { drainerScheduled = false }
+        return started > 0
+    }
+
+    private mutating func start(_ slot: Int32, actions: inout [Action]) {
+        enqueuedCount -= 1
+        executingCount += 1
+        records[Int(slot)].place = .executing
+        let member = records[Int(slot)].member!
+        guard armDeadline(slot, actions: &actions) else { return }
+        emit(.started(member), actions: &actions)
+        actions.append(.start(member))
+    }
+
+    /// Arms the deadline of a member that just started executing. `false` when a
+    /// timeout of zero or less ended it at once (its work never runs).
+    private mutating func armDeadline(_ slot: Int32, actions: inout [Action]) -> Bool {
+        let timeout = records[Int(slot)].timeout
+        guard timeout != .min else { return true }
+        guard timeout > 0 else {
+            markEnding(slot, .timedOut, actions: &actions)
+            return false
+        }
+        let (deadline, overflow) = now().addingReportingOverflow(timeout)
+        let entry = DeadlineHeap.Entry(
+            deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket)
+        deadlines.insert(entry)
+        timedCount += 1
+        if sleeper.map({ entry.deadline < $0.deadline }) ?? true {
+            sleeperGenerations += 1
+            sleeper = (entry.deadline, sleeperGenerations)
+            actions.append(.armSleeper(deadline: entry.deadline, generation: sleeperGenerations))
+        }
+        return true
+    }
+
+    /// The front end started an external member (or, on a queue that keeps deadlines
+    /// only, a member it never added): it counts as executing and its deadline is armed.
+    mutating func externalStarted(_ member: Member, timeout: Int64?, actions: inout [Action]) {
+
+        let slot: Int32
+        if let known = slots[ObjectIdentifier(member)] {
+            slot = known
+            guard records[Int(slot)].place == .external, !records[Int(slot)].isEnding else { return }
+            enqueuedCount -= 1
+            records[Int(slot)].timeout = timeout ?? .min
+        } else {
+            slot = allocate()
+            tickets += 1
+            records[Int(slot)] = Record(member: member, ticket: tickets, timeout: timeout ?? .min)
+            slots[ObjectIdentifier(member)] = slot
+            becomeBusyIfIdle(actions: &actions)
+        }
+        executingCount += 1
+        records[Int(slot)].place = .executing
+        if armDeadline(slot, actions: &actions) {
+            emit(.started(member), actions: &actions)
+        }
+    }
+
+    // MARK: Ending
+
+    /// Asks for a live member to end with `outcome`: it stops counting for
+    /// deduplication and can no longer start; the storage ends it.
+    private mutating func markEnding(_ slot: Int32, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
+        guard !records[Int(slot)].isEnding else { return }
+        records[Int(slot)].isEnding = true
+        removeFromName(slot)
+        actions.append(.end(records[Int(slot)].member!, outcome))
+    }
+
+    /// A member reached its outcome (by itself, or through an ``Action/end(_:_:)``):
+    /// it leaves the queue, its successor in a sequential group becomes ready, and
+    /// what can start now starts. Exactly once per admitted member; a member the
+    /// queue does not hold is ignored.
+    mutating func memberEnded(_ member: Member, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
+        guard let slot = slots.removeValue(forKey: ObjectIdentifier(member)) else { return }
+        removeFromName(slot)
+        let record = records[Int(slot)]
+        switch record.place {
+        case .ready:
+            enqueuedCount -= 1
+            readyCount -= 1
+        case .blocked:
+            enqueuedCount -= 1
+            // Splice it out of its group: the predecessor now leads to the successor.
+            records[Int(record.predecessor)].successor = record.successor
+            if record.successor >= 0 {
+                records[Int(record.successor)].predecessor = record.predecessor
+            }
+        case .external:
+            enqueuedCount -= 1
+        case .executing:
+            executingCount -= 1
+            if record.timeout > 0 { timedCount -= 1 }
+        }
+        if record.place != .blocked, record.successor >= 0 {
+            // The next member of a sequential group may start, whatever the outcome.
+            records[Int(record.successor)].predecessor = -1
+            makeReady(record.successor)
+        }
+        records[Int(slot)] = Record()
+        freeSlots.append(slot)
+        emit(.ended(member, outcome), actions: &actions)
+        compactIfMostlyStale()
+        if !becomeIdleIfDone(actions: &actions) {
+            startReady(inline: 2, actions: &actions)
+        }
+    }
+
+    /// A member reached its outcome while its front end still holds it (an
+    /// ``AsyncOperation`` that has not reported `isFinished` yet): it no longer counts
+    /// for deduplication; its ``memberEnded(_:_:actions:)`` follows.
+    mutating func memberStopped(_ member: Member) {
+        guard let slot = slots[ObjectIdentifier(member)] else { return }
+        records[Int(slot)].isEnding = true
+        removeFromName(slot)
+    }
+
+    /// Ends every live member (waiting and executing) with ``AsyncTask/Outcome/cancelled``.
+    mutating func cancelAll(actions: inout [Action]) {
+        cancel(actions: &actions) { _ in true }
+    }
+
+    /// Ends the members that have not started.
+    mutating func cancelPending(actions: inout [Action]) {
+        cancel(actions: &actions) { $0 != .executing }
+    }
+
+    /// Ends the live members whose place `matches`, in admission order.
+    private mutating func cancel(actions: inout [Action], where matches: (Place) -> Bool) {
+        let chosen = slots.values
+            .filter { matches(records[Int($0)].place) && !records[Int($0)].isEnding }
+            .sorted { records[Int($0)].ticket < records[Int($1)].ticket }
+        for slot in chosen {
+            markEnding(slot, .cancelled, actions: &actions)
+        }
+    }
+
+    // MARK: Deadlines
+
+    /// The sleeper of `generation` woke up: times out every executing member whose
+    /// deadline passed. Returns the next deadline to sleep until, or `nil` when this
+    /// sleeper should stop (none is left, or a newer sleeper took over).
+    mutating func deadlineReached(generation: UInt64, actions: inout [Action]) -> Int64? {
+        guard let current = sleeper, current.generation == generation else { return nil }
+        let now = now()
+        while let entry = deadlines.first, entry.deadline <= now {
+            deadlines.removeFirst()
+            if isExecuting(entry) {
+                markEnding(entry.slot, .timedOut, actions: &actions)
+            }
+        }
+        while let entry = deadlines.first, !isExecuting(entry) {
+            deadlines.removeFirst()
+        }
+        guard let next = deadlines.first else {
+            sleeper = nil
+            return nil
+        }
+        sleeper = (next.deadline, generation)
+        return next.deadline
+    }
+
+    private func isExecuting(_ entry: DeadlineHeap.Entry) -> Bool {
+        Self.isExecuting(entry, in: records)
+    }
+
+    private static func isExecuting(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
+        let record = records[Int(entry.slot)]
+        return record.ticket == entry.ticket && record.place == .executing && !record.isEnding
+            && record.member != nil
+    }
+
+    /// Drops stale queue and heap entries once they outnumber the live ones, so memory
+    /// follows the live members, not the members ever added.
+    private mutating func compactIfMostlyStale() {
+        let records = self.records
+        if deadlines.count > 64 + 2 * timedCount {
+            deadlines.compact { Self.isExecuting($0, in: records) }
+        }
+        if ready.count > 0 {
+            var total = 0
+            for level in ready { total += level.queue.count }
+            if total > 64 + 2 * readyCount {
+                for index in ready.indices {
+                    ready[index].queue.compact { Self.isReady($0, in: records) }
+                }
+                ready.removeAll { $0.queue.isEmpty }
+            }
+        }
+    }
+
+    // MARK: Control
+
+    mutating func setLimit(_ newLimit: Int, actions: inout [Action]) {
+        limit = Swift.max(1, newLimit)
+        startReady(inline: 0, actions: &actions)
+    }
+
+    mutating func suspend() {
+        suspensions += 1
+    }
+
+    /// Balances one ``suspend()``; extra calls are ignored.
+    mutating func resume(actions: inout [Action]) {
+        guard suspensions > 0 else { return }
+        suspensions -= 1
+        startReady(inline: 0, actions: &actions)
+    }
+
+    /// The queue's owner is gone: pending members are cancelled, new ones rejected
+    /// (cancelled); executing ones run to their outcome.
+    mutating func close(actions: inout [Action]) {
+        isClosed = true
+        cancelPending(actions: &actions)
+        if !isBusy { post(.closed, actions: &actions) }
+    }
+
+    // MARK: Busy periods and background time
+
+    private mutating func becomeBusyIfIdle(actions: inout [Action]) {
+        guard !isBusy else { return }
+        isBusy = true
+        period += 1
+        guard reportsBusyPeriods else { return }
+        backgroundTimeHeld = false
+        post(.busy(period: period), actions: &actions)
+    }
+
+    /// `true` when the queue went idle.
+    private mutating func becomeIdleIfDone(actions: inout [Action]) -> Bool {
+        guard isBusy, slots.isEmpty else { return false }
+        isBusy = false
+        releaseStorage()
+        guard reportsBusyPeriods else { return true }
+        post(.idle(period: period), actions: &actions)
+        if isClosed { post(.closed, actions: &actions) }
+        return true
+    }
+
+    /// An idle queue keeps nothing of the members it held.
+    private mutating func releaseStorage() {
+        if records.count > 64 {
+            records = []
+            freeSlots = []
+        }
+        ready = []
+        readyCount = 0
+        deadlines.removeAll()
+        names = [:]
+    }
+
+    /// The deliverer began the background time of `period`: its members may start.
+    mutating func backgroundTimeBegun(period begun: UInt64, actions: inout [Action]) {
+        guard isBusy, begun == period, !backgroundTimeHeld else { return }
+        backgroundTimeHeld = true
+        startReady(inline: 1, actions: &actions)
+    }
+
+    /// The provider took the background time back: listeners hear it, then `policy`
+    /// decides what is cancelled.
+    mutating func backgroundTimeExpired(
+        policy: BackgroundQueue.ExpirationPolicy,
+        actions: inout [Action]
+    ) {
+        emit(.backgroundTimeExpiring, actions: &actions)
+        switch policy.kind {
+        case .cancelAll: cancelAll(actions: &actions)
+        case .cancelPending: cancelPending(actions: &actions)
+        case .keepRunning: break
+        }
+    }
+
+    // MARK: Deliveries
+
+    private mutating func post(_ delivery: Delivery, actions: inout [Action]) {
+        outbox.append(delivery)
+        if !isDelivering {
+            isDelivering = true
+            actions.append(.deliver)
+        }
+    }
+
+    /// Per-member events cost nothing while nobody listens.
+    private mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout [Action]) {
+        if isObserved { post(.event(event()), actions: &actions) }
+    }
+
+    /// The deliveries posted so far, for the deliverer; `nil` when there are none left
+    /// (the caller stops delivering).
+    mutating func takeDeliveries() -> [Delivery]? {
+        guard !outbox.isEmpty else {
+            isDelivering = false
+            return nil
+        }
+        defer { outbox = [] }
+        return outbox
+    }
+
+    /// Registers someone waiting for the queue to be idle. `false` when it already is
+    /// (and everybody was told): the caller returns at once.
+    mutating func waitUntilIdle(_ waiter: Continuation<Void>) -> Bool {
+        if !isBusy && idleDeliveredThrough == period { return false }
+        idleWaiters.append((period, waiter))
+        return true
+    }
+
+    /// The idle notification of `period` was delivered: returns the waiters it covers.
+    mutating func idleDelivered(period delivered: UInt64) -> [Continuation<Void>] {
+        idleDeliveredThrough = Swift.max(idleDeliveredThrough, delivered)
+        var resumed: [Continuation<Void>] = []
+        idleWaiters.removeAll { entry in
+            guard entry.period <= delivered else { return false }
+            resumed.append(entry.waiter)
+            return true
+        }
+        return resumed
+    }
+
+    // MARK: Reading
+
+    /// The live members (ending ones excluded), in admission order.
+    func liveMembers() -> [Member] {
+        slots.values
+            .filter { !records[Int($0)].isEnding }
+            .sorted { records[Int($0)].ticket < records[Int($1)].ticket }
+            .map { records[Int($0)].member! }
+    }
+
+    /// Memory the machine holds, in entries: for tests that check nothing leaks.
+    var footprint: (records: Int, readyEntries: Int, deadlineEntries: Int, names: Int) {
+        (records.count, ready.reduce(0) { $0 + $1.queue.count }, deadlines.count, names.count)
+    }
+}
+
+extension QueueStateMachine: Sendable where Member: Sendable {}
+extension QueueStateMachine.Record: Sendable where Member: Sendable {}
+extension QueueStateMachine.Admission: Sendable where Member: Sendable {}
+extension QueueStateMachine.Action: Sendable where Member: Sendable {}
+extension QueueStateMachine.Delivery: Sendable where Member: Sendable {}
+
+/// What a queue reports to its listeners.
+enum QueueEvent<Member> {
+    case enqueued(Member)
+    case started(Member)
+    case ended(Member, AsyncTask.Outcome)
+    case backgroundTimeExpiring
+}
+
+extension QueueEvent: Sendable where Member: Sendable {}
+
+/// What happened to one member, for ``QueueMember/publicEvent(_:)``.
+enum MemberEvent: Sendable {
+    case enqueued
+    case started
+    case ended(AsyncTask.Outcome)
+}

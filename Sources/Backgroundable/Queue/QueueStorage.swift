@@ -1,0 +1,245 @@
+import Synchronization
+
+/// Something a queue schedules: an ``AsyncTask``, or an `Operation` in the bridge.
+protocol QueueMember: AnyObject, Sendable {
+    /// Starts the member's work; the queue counts it as executing from now on.
+    func startFromQueue()
+    /// Ends the member from the queue's side (replaced, timed out, cancelled,
+    /// dropped). Does nothing when it has already ended.
+    func endFromQueue(_ outcome: AsyncTask.Outcome)
+    /// The public event about this member for a queue's listeners, if members of this
+    /// kind have one.
+    func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event?
+}
+
+/// The front end a storage tells about its busy periods (a delegate's two calls).
+protocol QueueFront: AnyObject, Sendable {
+    /// idle → busy, after the background time was begun and before any member starts.
+    func queueWillStartWork()
+    /// busy → idle, after the background time ended.
+    func queueDidFinishWork()
+}
+
+/// The storage of one queue: its ``QueueStateMachine`` under a lock, and the code that
+/// performs the actions of each transition after the lock is released — starting and
+/// ending members, the one sleeper task that drives timeouts, the drainer task,
+/// background-time assertions, the front end's delegate and the event listeners.
+///
+/// Nothing but the machine's transitions and plain reads run under the lock: members,
+/// providers, delegates, continuations and listeners are called only after it.
+final class QueueStorage<Member: QueueMember>: Sendable {
+    typealias Machine = QueueStateMachine<Member>
+
+    private struct Locked {
+        var machine: Machine
+        var listeners: [UInt64: AsyncStream<BackgroundQueue.Event>.Continuation] = [:]
+        var listenerIDs: UInt64 = 0
+        /// The current sleeper and its generation (see ``Machine/Action/armSleeper(deadline:generation:)``).
+        var sleeper: (generation: UInt64, task: Task<Void, Never>)?
+        /// The background time of the current busy period; only the deliverer and the
+        /// expiration handler touch it.
+        var assertion: BackgroundTimeAssertion?
+    }
+
+    let label: String
+    let provider: any BackgroundTaskProvider
+    let expirationPolicy: BackgroundQueue.ExpirationPolicy
+    private let state: Lock<Locked>
+    /// Told about busy periods. Written once, before the storage is shared.
+    nonisolated(unsafe) weak var front: (any QueueFront)?
+
+    init(
+        label: String,
+        limit: Int,
+        provider: any BackgroundTaskProvider,
+        expirationPolicy: BackgroundQueue.ExpirationPolicy,
+        reportsBusyPeriods: Bool = true,
+        now: @escaping @Sendable () -> Int64 = ContinuousNanoseconds.now
+    ) {
+        self.label = label
+        self.provider = provider
+        self.expirationPolicy = expirationPolicy
+        self.state = Lock(Locked(machine: Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: now)))
+    }
+
+    /// Runs one transition under the lock, then performs the actions it returned.
+    @discardableResult
+    func transition<Result>(_ body: (inout Machine, inout [Machine.Action]) -> Result) -> Result {
+        var actions: [Machine.Action] = []
+        let result = state.withLock { body(&$0.machine, &actions) }
+        if !actions.isEmpty { perform(actions) }
+        return result
+    }
+
+    /// Reads the machine under the lock.
+    func read<Result>(_ body: (borrowing Machine) -> Result) -> Result {
+        state.withLock { body($0.machine) }
+    }
+
+    /// A member reached its outcome: the queue forgets it. Exactly once per admitted
+    /// member (from its own end, or from whoever admitted it when it ended first).
+    func memberEnded(_ member: Member, _ outcome: AsyncTask.Outcome) {
+        transition { machine, actions in machine.memberEnded(member, outcome, actions: &actions) }
+    }
+
+    /// A member reached its outcome but its front end still holds it; see
+    /// ``QueueStateMachine/memberStopped(_:)``.
+    func memberStopped(_ member: Member) {
+        state.withLock { $0.machine.memberStopped(member) }
+    }
+
+    // MARK: Performing actions
+
+    private func perform(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let member):
+                member.startFromQueue()
+            case .end(let member, let outcome), .reject(let member, let outcome):
+                member.endFromQueue(outcome)
+            case .armSleeper(let deadline, let generation):
+                armSleeper(until: deadline, generation: generation)
+            case .spawnDrainer:
+                Task.detached { self.drain() }
+            case .deliver:
+                deliver()
+            }
+        }
+    }
+
+    /// Starts ready members in rounds until nothing can start; the machine then frees
+    /// the drainer role under its lock, so the next event that makes a member startable
+    /// schedules a new drainer (or starts it inline).
+    private func drain() {
+        while transition({ machine, actions in machine.drain(actions: &actions) }) {}
+    }
+
+    // MARK: Timeouts
+
+    /// One sleeper per queue: it sleeps until the earliest deadline, times out what is
+    /// due, and sleeps again until no deadline is left. An earlier deadline arms a new
+    /// sleeper and cancels the older one (which then finds its generation stale).
+    /// Strong on purpose: the cycle storage → sleeper → storage ends with the sleeper.
+    private func armSleeper(until deadline: Int64, generation: UInt64) {
+        let task = Task.detached(priority: .high) {
+            var deadline = deadline
+            while !Task.isCancelled {
+                await ContinuousNanoseconds.sleep(until: deadline)
+                let next = self.transition { machine, actions in
+                    machine.deadlineReached(generation: generation, actions: &actions)
+                }
+                guard let next else { return }
+                deadline = next
+            }
+        }
+        // Actions of two transitions may be performed out of order: only a newer
+        // generation replaces (and cancels) the sleeper kept here.
+        let superseded = state.withLock { locked -> Task<Void, Never>? in
+            if let current = locked.sleeper, current.generation > generation { return task }
+            defer { locked.sleeper = (generation, task) }
+            return locked.sleeper?.task
+        }
+        superseded?.cancel()
+    }
+
+    // MARK: Deliveries
+
+    /// Delivers the outbox in order. Only one thread delivers at a time (the one the
+    /// machine made the deliverer), so begin / end of background time, the delegate's
+    /// calls and the events can never be reordered.
+    private func deliver() {
+        while true {
+            let batch = state.withLock { locked -> ([Machine.Delivery], [AsyncStream<BackgroundQueue.Event>.Continuation])? in
+                guard let deliveries = locked.machine.takeDeliveries() else { return nil }
+                return (deliveries, Array(locked.listeners.values))
+            }
+            guard let (deliveries, listeners) = batch else { return }
+            for delivery in deliveries {
+                switch delivery {
+                case .busy(let period):
+                    // Background time first, then the delegate and listeners; members
+                    // of the period start only after all of them.
+                    let assertion = BackgroundTimeAssertion.begin(named: label, provider: provider) {
+                        self.backgroundTimeExpired()
+                    }
+                    state.withLock { $0.assertion = assertion }
+                    front?.queueWillStartWork()
+                    for listener in listeners { listener.yield(.busy) }
+                    transition { machine, actions in machine.backgroundTimeBegun(period: period, actions: &actions) }
+                case .idle(let period):
+                    state.withLock { $0.assertion.take() }?.end()
+                    front?.queueDidFinishWork()
+                    for listener in listeners { listener.yield(.idle) }
+                    // Resumed exactly once: `idleDelivered` hands each waiter out once.
+                    for waiter in state.withLock({ $0.machine.idleDelivered(period: period) }) {
+                        waiter.resume()
+                    }
+                case .event(let event):
+                    if let event = Self.publicEvent(event) {
+                        for listener in listeners { listener.yield(event) }
+                    }
+                case .closed:
+                    for listener in listeners { listener.finish() }
+                }
+            }
+        }
+    }
+
+    private static func publicEvent(_ event: QueueEvent<Member>) -> BackgroundQueue.Event? {
+        switch event {
+        case .enqueued(let member): member.publicEvent(.enqueued)
+        case .started(let member): member.publicEvent(.started)
+        case .ended(let member, let outcome): member.publicEvent(.ended(outcome))
+        case .backgroundTimeExpiring: .backgroundTimeExpiring
+        }
+    }
+
+    /// The provider took the background time back: the assertion has ended itself;
+    /// listeners hear it, then the expiration policy applies.
+    private func backgroundTimeExpired() {
+        transition { machine, actions in
+            machine.backgroundTimeExpired(policy: expirationPolicy, actions: &actions)
+        }
+    }
+
+    // MARK: Observers
+
+    /// Waits until the queue is idle and the idle notification was delivered.
+    func waitUntilIdle() async {
+        // Resumed exactly once: here, when the queue already is idle, or by the single
+        // `.idle` delivery whose period covers it.
+        await withContinuation { (continuation: Continuation<Void>) in
+            if !state.withLock({ $0.machine.waitUntilIdle(continuation) }) {
+                continuation.resume()
+            }
+        }
+    }
+
+    /// A new listener of the queue's events, from now on, in order.
+    func makeEventStream() -> AsyncStream<BackgroundQueue.Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: BackgroundQueue.Event.self)
+        let id = state.withLock { locked -> UInt64? in
+            guard !(locked.machine.isClosed && !locked.machine.isBusy) else { return nil }
+            locked.listenerIDs += 1
+            locked.listeners[locked.listenerIDs] = continuation
+            locked.machine.isObserved = true
+            return locked.listenerIDs
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        // Strong on purpose: the cycle storage → listener → storage ends when the
+        // stream terminates (its consumer is gone, or the queue closed).
+        continuation.onTermination = { _ in
+            self.state.withLock { locked in
+                locked.listeners[id] = nil
+                locked.machine.isObserved = !locked.listeners.isEmpty
+            }
+        }
+        return stream
+    }
+
+    /// Listeners registered now: for tests that check nothing leaks.
+    var listenerCount: Int { state.withLock { $0.listeners.count } }
+}
