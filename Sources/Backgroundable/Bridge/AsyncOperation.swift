@@ -254,6 +254,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         keeper.transition { machine, actions in
             machine.externalStarted(self, timeout: timeout, actions: &actions)
         }
+        // The operation may have reported `isFinished` (and told the keeper) before the
+        // keeper heard of its start, which would then hold it for ever: tell it again.
+        // Told twice, a queue ignores the second time.
+        if bridge.withLock({ $0.reportsFinished }) {
+            keeper.memberEnded(self, unit.currentOutcome ?? .cancelled)
+        }
     }
 
     /// Reports `isFinished` exactly once: when `start()` has reported (or skipped)

@@ -357,6 +357,8 @@ struct QueueStateMachine<Member: AnyObject> {
             drainerScheduled = true
             actions.append(.spawnDrainer)
         }
+        // Members that expired as they would start may have been the last ones.
+        _ = becomeIdleIfDone(actions: &actions)
     }
 
     /// One round of the drainer: starts up to 64 members. `false` when there was
@@ -368,28 +370,33 @@ struct QueueStateMachine<Member: AnyObject> {
             started += 1
         }
         if started == 0 { drainerScheduled = false }
+        _ = becomeIdleIfDone(actions: &actions)
         return started > 0
     }
 
     private mutating func start(_ slot: Int32, actions: inout [Action]) {
+        let member = records[Int(slot)].member!
+        let timeout = records[Int(slot)].timeout
+        if timeout != .min, timeout <= 0 {
+            // It expires as it would start: its work never runs and it never holds a
+            // slot (its sequential successor is ready at once).
+            release(slot)
+            actions.append(.reject(member, .timedOut))
+            emit(.ended(member, .timedOut), actions: &actions)
+            return
+        }
         enqueuedCount -= 1
         executingCount += 1
         records[Int(slot)].place = .executing
-        let member = records[Int(slot)].member!
-        guard armDeadline(slot, actions: &actions) else { return }
+        armDeadline(slot, actions: &actions)
         emit(.started(member), actions: &actions)
         actions.append(.start(member))
     }
 
-    /// Arms the deadline of a member that just started executing. `false` when a
-    /// timeout of zero or less ended it at once (its work never runs).
-    private mutating func armDeadline(_ slot: Int32, actions: inout [Action]) -> Bool {
+    /// Arms the deadline of a member that just started executing (timeout > 0).
+    private mutating func armDeadline(_ slot: Int32, actions: inout [Action]) {
         let timeout = records[Int(slot)].timeout
-        guard timeout != .min else { return true }
-        guard timeout > 0 else {
-            markEnding(slot, .timedOut, actions: &actions)
-            return false
-        }
+        guard timeout > 0 else { return }
         let (deadline, overflow) = now().addingReportingOverflow(timeout)
         let entry = DeadlineHeap.Entry(
             deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket)
@@ -400,13 +407,13 @@ struct QueueStateMachine<Member: AnyObject> {
             sleeper = (entry.deadline, sleeperGenerations)
             actions.append(.armSleeper(deadline: entry.deadline, generation: sleeperGenerations))
         }
-        return true
     }
 
     /// The front end started an external member (or, on a queue that keeps deadlines
     /// only, a member it never added): it counts as executing and its deadline is armed.
+    /// On a queue with busy periods a member it does not hold has already ended (its
+    /// end overtook its start): nothing happens.
     mutating func externalStarted(_ member: Member, timeout: Int64?, actions: inout [Action]) {
-
         let slot: Int32
         if let known = slots[ObjectIdentifier(member)] {
             slot = known
@@ -414,6 +421,7 @@ struct QueueStateMachine<Member: AnyObject> {
             enqueuedCount -= 1
             records[Int(slot)].timeout = timeout ?? .min
         } else {
+            guard !reportsBusyPeriods else { return }
             slot = allocate()
             tickets += 1
             records[Int(slot)] = Record(member: member, ticket: tickets, timeout: timeout ?? .min)
@@ -422,9 +430,12 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         executingCount += 1
         records[Int(slot)].place = .executing
-        if armDeadline(slot, actions: &actions) {
-            emit(.started(member), actions: &actions)
+        if records[Int(slot)].timeout != .min, records[Int(slot)].timeout <= 0 {
+            markEnding(slot, .timedOut, actions: &actions)
+            return
         }
+        armDeadline(slot, actions: &actions)
+        emit(.started(member), actions: &actions)
     }
 
     // MARK: Ending
@@ -443,9 +454,21 @@ struct QueueStateMachine<Member: AnyObject> {
     /// what can start now starts. Exactly once per admitted member; a member the
     /// queue does not hold is ignored.
     mutating func memberEnded(_ member: Member, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
-        guard let slot = slots.removeValue(forKey: ObjectIdentifier(member)) else { return }
-        removeFromName(slot)
+        guard let slot = slots[ObjectIdentifier(member)] else { return }
+        release(slot)
+        emit(.ended(member, outcome), actions: &actions)
+        compactIfMostlyStale()
+        if !becomeIdleIfDone(actions: &actions) {
+            startReady(inline: 2, actions: &actions)
+        }
+    }
+
+    /// Takes a member out of the queue: its slot and name are free, its counts drop,
+    /// and its successor in a sequential group becomes ready, whatever the outcome.
+    private mutating func release(_ slot: Int32) {
         let record = records[Int(slot)]
+        slots[ObjectIdentifier(record.member!)] = nil
+        removeFromName(slot)
         switch record.place {
         case .ready:
             enqueuedCount -= 1
@@ -464,17 +487,11 @@ struct QueueStateMachine<Member: AnyObject> {
             if record.timeout > 0 { timedCount -= 1 }
         }
         if record.place != .blocked, record.successor >= 0 {
-            // The next member of a sequential group may start, whatever the outcome.
             records[Int(record.successor)].predecessor = -1
             makeReady(record.successor)
         }
         records[Int(slot)] = Record()
         freeSlots.append(slot)
-        emit(.ended(member, outcome), actions: &actions)
-        compactIfMostlyStale()
-        if !becomeIdleIfDone(actions: &actions) {
-            startReady(inline: 2, actions: &actions)
-        }
     }
 
     /// A member reached its outcome while its front end still holds it (an

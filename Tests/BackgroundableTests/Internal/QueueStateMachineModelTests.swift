@@ -1,0 +1,473 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Backgroundable
+
+/// A member of the model-based test: the machine only needs an object.
+final class ModelMember: Sendable {
+    let id: Int
+
+    init(_ id: Int) {
+        self.id = id
+    }
+}
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let value = Mutex<Int64>(1_000)
+
+    var now: Int64 { value.withLock { $0 } }
+
+    func advance(by nanoseconds: Int64) {
+        value.withLock { $0 += nanoseconds }
+    }
+}
+
+/// The queue's rules written as plainly as possible (dictionaries, linear scans), to
+/// check the machine against. It does not pick which member starts: it checks that
+/// every start the machine decides is the one the rules allow (a free slot, not
+/// suspended, the highest priority, then the earliest to become ready), and, once the
+/// machine is quiet, that nothing startable was left waiting.
+struct ReferenceQueue {
+    enum Place { case ready, blocked, executing }
+
+    struct Unit {
+        let id: Int
+        let name: String?
+        let rank: UInt8
+        let timeout: Int64?
+        var place: Place
+        var readySequence = 0
+        var deadline = Int64.max
+        var predecessor: Int?
+        var successor: Int?
+        /// The queue decided its outcome; it has not left yet.
+        var ending = false
+    }
+
+    var units: [Int: Unit] = [:]
+    /// Outcomes the queue owes (decided, not yet delivered as `.end`).
+    var owed: [Int: AsyncTask.Outcome.Kind] = [:]
+    /// Members the queue must turn away at once (`.reject`).
+    var owedRejections: [Int: AsyncTask.Outcome.Kind] = [:]
+    var outcomes: [Int: AsyncTask.Outcome.Kind] = [:]
+    var limit = Int.max
+    var suspensions = 0
+    var periods: UInt64 = 0
+    var readySequences = 0
+    var problems: [String] = []
+
+    var enqueuedCount: Int { units.values.count { $0.place != .executing } }
+    var executingCount: Int { units.values.count { $0.place == .executing } }
+
+    func hasLive(named name: String) -> Bool {
+        units.values.contains { $0.name == name && !$0.ending }
+    }
+
+    static func rank(_ priority: UInt8) -> UInt8 {
+        priority == 0 ? TaskPriority.medium.rawValue : priority
+    }
+
+    // MARK: Events
+
+    /// Applies the policy and admits the member; `false` when it is dropped.
+    mutating func admit(
+        id: Int, name: String?, policy: UniquenessPolicy, priority: UInt8, timeout: Int64?, behind: Int?
+    ) -> Bool {
+        if let name, hasLive(named: name) {
+            switch policy {
+            case .ignore: break
+            case .drop:
+                owedRejections[id] = .dropped
+                return false
+            case .replace:
+                for (other, unit) in units where unit.name == name && !unit.ending {
+                    markEnding(other, .replaced)
+                }
+            }
+        }
+        if units.isEmpty { periods += 1 }
+        var unit = Unit(id: id, name: name, rank: Self.rank(priority), timeout: timeout, place: .ready)
+        if let behind {
+            unit.place = .blocked
+            unit.predecessor = behind
+            units[behind]!.successor = id
+        } else {
+            readySequences += 1
+            unit.readySequence = readySequences
+        }
+        units[id] = unit
+        return true
+    }
+
+    mutating func markEnding(_ id: Int, _ kind: AsyncTask.Outcome.Kind) {
+        guard units[id]?.ending == false else { return }
+        units[id]!.ending = true
+        owed[id] = kind
+    }
+
+    mutating func cancel(where matches: (Unit) -> Bool) {
+        for unit in units.values where matches(unit) && !unit.ending {
+            markEnding(unit.id, .cancelled)
+        }
+    }
+
+    mutating func timeOut(now: Int64) {
+        for unit in units.values where unit.place == .executing && unit.deadline <= now {
+            markEnding(unit.id, .timedOut)
+        }
+    }
+
+    // MARK: What the machine decided
+
+    /// Whether the machine may start `id` now.
+    private func checkStartable(_ id: Int, what: String) -> [String] {
+        guard let unit = units[id] else { return ["\(what) \(id): not live"] }
+        var problems: [String] = []
+        if unit.place != .ready || unit.ending { problems.append("\(what) \(id): not ready (\(unit.place), ending \(unit.ending))") }
+        if suspensions > 0 { problems.append("\(what) \(id) while suspended") }
+        if executingCount >= limit { problems.append("\(what) \(id) beyond the limit \(limit)") }
+        let better = units.values.filter { other in
+            other.place == .ready && !other.ending && other.id != id
+                && (other.rank > unit.rank || (other.rank == unit.rank && other.readySequence < unit.readySequence))
+        }
+        if let first = better.first { problems.append("\(what) \(id) before \(first.id)") }
+        return problems
+    }
+
+    mutating func started(_ id: Int, now: Int64) {
+        problems += checkStartable(id, what: "started")
+        guard units[id] != nil else { return }
+        units[id]!.place = .executing
+        if let timeout = units[id]!.timeout {
+            if timeout <= 0 { problems.append("started \(id) with timeout \(timeout)") }
+            units[id]!.deadline = now + timeout
+        }
+    }
+
+    mutating func rejected(_ id: Int, _ kind: AsyncTask.Outcome.Kind) {
+        if let owed = owedRejections.removeValue(forKey: id) {
+            if owed != kind { problems.append("rejected \(id) \(kind), owed \(owed)") }
+            outcomes[id] = kind
+            return
+        }
+        // Expired as it would start.
+        problems += checkStartable(id, what: "expired at start")
+        if kind != .timedOut || (units[id]?.timeout ?? 1) > 0 {
+            problems.append("rejected \(id) with \(kind) unexpectedly")
+        }
+        leave(id, kind)
+    }
+
+    /// The machine asked for `id` to end with `kind`.
+    mutating func endRequested(_ id: Int, _ kind: AsyncTask.Outcome.Kind) {
+        guard let owed = owed.removeValue(forKey: id) else {
+            return problems.append("ended \(id) with \(kind), nothing owed")
+        }
+        if owed != kind { problems.append("ended \(id) with \(kind), owed \(owed)") }
+    }
+
+    /// `id` reached its outcome and leaves.
+    mutating func leave(_ id: Int, _ kind: AsyncTask.Outcome.Kind) {
+        guard let unit = units.removeValue(forKey: id) else {
+            return problems.append("\(id) left twice or was never admitted")
+        }
+        outcomes[id] = kind
+        if unit.place == .blocked {
+            units[unit.predecessor!]!.successor = unit.successor
+            if let successor = unit.successor { units[successor]!.predecessor = unit.predecessor }
+        } else if let successor = unit.successor {
+            units[successor]!.predecessor = nil
+            units[successor]!.place = .ready
+            readySequences += 1
+            units[successor]!.readySequence = readySequences
+        }
+    }
+
+    /// Once the machine is quiet: nothing owed, nothing startable left waiting.
+    func quietProblems() -> [String] {
+        var problems: [String] = []
+        if !owed.isEmpty { problems.append("outcomes never delivered: \(owed)") }
+        if !owedRejections.isEmpty { problems.append("rejections never delivered: \(owedRejections)") }
+        if suspensions == 0, executingCount < limit,
+            let waiting = units.values.first(where: { $0.place == .ready && !$0.ending })
+        {
+            problems.append("\(waiting.id) is ready with a free slot and nobody starts it")
+        }
+        return problems
+    }
+}
+
+/// Drives a ``QueueStateMachine`` as its storage would (actions performed after each
+/// transition, transitions they cause performed at once, the drainer later, deliveries
+/// in order) and tells the reference what the machine decided.
+struct MachineHarness {
+    typealias Machine = QueueStateMachine<ModelMember>
+
+    let clock = ManualClock()
+    var machine: Machine
+    var reference = ReferenceQueue()
+    var members: [Int: ModelMember] = [:]
+    var outcomes: [Int: AsyncTask.Outcome.Kind] = [:]
+    var executing: Set<Int> = []
+    var drainerPending = false
+    var sleeper: (deadline: Int64, generation: UInt64)?
+    /// "busy 1", "idle 1", … in delivery order.
+    var deliveries: [String] = []
+
+    init() {
+        let clock = clock
+        machine = Machine(limit: .max, now: { clock.now })
+    }
+
+    mutating func member(_ id: Int) -> ModelMember {
+        if let member = members[id] { return member }
+        let member = ModelMember(id)
+        members[id] = member
+        return member
+    }
+
+    mutating func transition(_ body: (inout Machine, inout [Machine.Action]) -> Void) {
+        var actions: [Machine.Action] = []
+        body(&machine, &actions)
+        perform(actions)
+    }
+
+    /// Decisions first, in the order the machine made them; then the ends and
+    /// deliveries, whose transitions are performed at once (as the storage does).
+    mutating func perform(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let member):
+                reference.started(member.id, now: clock.now)
+                executing.insert(member.id)
+            case .reject(let member, let outcome):
+                if outcomes[member.id] != nil { reference.problems.append("rejected \(member.id) after its end") }
+                outcomes[member.id] = outcome.kind
+                reference.rejected(member.id, outcome.kind)
+            case .armSleeper(let deadline, let generation):
+                if sleeper.map({ generation > $0.generation }) ?? true { sleeper = (deadline, generation) }
+            case .spawnDrainer:
+                if drainerPending { reference.problems.append("two drainers") }
+                drainerPending = true
+            case .end(let member, let outcome):
+                reference.endRequested(member.id, outcome.kind)
+            case .deliver:
+                break
+            }
+        }
+        for action in actions {
+            switch action {
+            case .end(let member, let outcome):
+                end(member.id, outcome)
+            case .deliver:
+                deliver()
+            default:
+                break
+            }
+        }
+    }
+
+    /// The member reached `outcome` (first terminal transition wins, as in a unit).
+    mutating func end(_ id: Int, _ outcome: AsyncTask.Outcome) {
+        guard outcomes[id] == nil else { return }
+        outcomes[id] = outcome.kind
+        executing.remove(id)
+        reference.leave(id, outcome.kind)
+        let member = member(id)
+        transition { machine, actions in machine.memberEnded(member, outcome, actions: &actions) }
+    }
+
+    mutating func deliver() {
+        while let batch = machine.takeDeliveries() {
+            for delivery in batch {
+                switch delivery {
+                case .busy(let period):
+                    deliveries.append("busy \(period)")
+                    transition { machine, actions in machine.backgroundTimeBegun(period: period, actions: &actions) }
+                case .idle(let period):
+                    deliveries.append("idle \(period)")
+                    _ = machine.idleDelivered(period: period)
+                case .event, .closed:
+                    break
+                }
+            }
+        }
+    }
+
+    /// Runs the drainer and due sleepers until the machine is quiet.
+    mutating func settle() {
+        while true {
+            if drainerPending {
+                var actions: [Machine.Action] = []
+                if !machine.drain(actions: &actions) { drainerPending = false }
+                perform(actions)
+                continue
+            }
+            if let due = sleeper, due.deadline <= clock.now {
+                var actions: [Machine.Action] = []
+                let next = machine.deadlineReached(generation: due.generation, actions: &actions)
+                if sleeper?.generation == due.generation {
+                    sleeper = next.map { ($0, due.generation) }
+                }
+                perform(actions)
+                continue
+            }
+            return
+        }
+    }
+
+    /// Everything the machine says, compared with the reference.
+    func problems(names: [String]) -> [String] {
+        var problems = reference.problems + reference.quietProblems()
+        if machine.enqueuedCount != reference.enqueuedCount {
+            problems.append("enqueued \(machine.enqueuedCount), expected \(reference.enqueuedCount)")
+        }
+        if machine.executingCount != reference.executingCount {
+            problems.append("executing \(machine.executingCount), expected \(reference.executingCount)")
+        }
+        let expectedExecuting = Set(reference.units.values.filter { $0.place == .executing }.map(\.id))
+        if executing != expectedExecuting {
+            problems.append("executing \(executing.sorted()), expected \(expectedExecuting.sorted())")
+        }
+        if machine.isBusy != !reference.units.isEmpty { problems.append("busy \(machine.isBusy)") }
+        if machine.period != reference.periods { problems.append("period \(machine.period), expected \(reference.periods)") }
+        if outcomes != reference.outcomes { problems.append("outcomes differ: \(outcomes) vs \(reference.outcomes)") }
+        for name in names where machine.hasLiveMember(named: name) != reference.hasLive(named: name) {
+            problems.append("live name \(name): \(machine.hasLiveMember(named: name))")
+        }
+        // Busy and idle alternate, one each per period, in order.
+        for (index, delivery) in deliveries.enumerated() {
+            let expected = "\(index % 2 == 0 ? "busy" : "idle") \(index / 2 + 1)"
+            if delivery != expected {
+                problems.append("delivery \(index) is \(delivery), expected \(expected)")
+                break
+            }
+        }
+        let expectedDeliveries = 2 * Int(reference.periods) - (reference.units.isEmpty ? 0 : 1)
+        if deliveries.count != expectedDeliveries {
+            problems.append("\(deliveries.count) deliveries, expected \(expectedDeliveries)")
+        }
+        if !machine.isBusy {
+            let footprint = machine.footprint
+            if footprint.readyEntries + footprint.deadlineEntries + footprint.names > 0 {
+                problems.append("an idle machine holds \(footprint)")
+            }
+        }
+        return problems
+    }
+}
+
+@Suite("Queue state machine: model-based")
+struct QueueStateMachineModelTests {
+    static let names = ["a", "b", "c"]
+
+    /// Random sequences of events applied to the machine and the reference; every
+    /// step compares outcomes, start decisions, counts, names, busy / idle and what an
+    /// idle machine holds. Seeded: `BACKGROUNDABLE_MODEL_SEED` replays one sequence.
+    @Test func randomSequencesMatchTheReference() {
+        let sequences = 3_000
+        let steps = 60
+        let base = ProcessInfo.processInfo.environment["BACKGROUNDABLE_MODEL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+        print("model-based test: \(sequences) sequences of \(steps) events, seeds from \(base)")
+        let single = ProcessInfo.processInfo.environment["BACKGROUNDABLE_MODEL_SEED"].flatMap { UInt64($0) } != nil
+        for index in 0..<(single ? 1 : sequences) {
+            let seed = base &+ UInt64(index)
+            if let failure = Self.run(seed: seed, steps: steps) {
+                Issue.record("model seed \(seed) (replay: BACKGROUNDABLE_MODEL_SEED=\(seed)): \(failure)")
+                return
+            }
+        }
+    }
+
+    /// One sequence; the first step whose comparison fails, described.
+    static func run(seed: UInt64, steps: Int) -> String? {
+        var rng = SplitMix64(seed: seed)
+        var harness = MachineHarness()
+        var nextID = 0
+        var log: [String] = []
+        for _ in 0..<steps {
+            let event = Int.random(in: 0..<100, using: &rng)
+            switch event {
+            case 0..<30:
+                let count = rng.chance(70) ? 1 : Int.random(in: 1...4, using: &rng)
+                let sequential = rng.chance(50)
+                var admissions: [QueueStateMachine<ModelMember>.Admission] = []
+                var previous: Int?
+                var description: [String] = []
+                for _ in 0..<count {
+                    nextID += 1
+                    let name = rng.chance(60) ? rng.pick(names) : nil
+                    let policy = rng.pick([UniquenessPolicy.ignore, .drop, .replace])
+                    let priority = rng.pick([UInt8(0), 9, 17, 21, 25])
+                    let timeout: Int64? =
+                        rng.chance(40) ? nil : rng.chance(10) ? rng.pick([0, -5]) : Int64.random(in: 1...50, using: &rng)
+                    description.append("\(nextID)(\(name ?? "-"),\(policy),p\(priority),t\(timeout.map(String.init) ?? "-"))")
+                    let admitted = harness.reference.admit(
+                        id: nextID, name: name, policy: policy, priority: priority, timeout: timeout,
+                        behind: count > 1 && sequential ? previous : nil)
+                    if admitted { previous = nextID }
+                    admissions.append(
+                        .init(member: harness.member(nextID), name: name, policy: policy, priority: priority, timeout: timeout))
+                }
+                if count == 1 {
+                    log.append("add \(description[0])")
+                    harness.transition { machine, actions in _ = machine.add(admissions[0], actions: &actions) }
+                } else {
+                    log.append("add\(sequential ? " sequence" : "") \(description)")
+                    harness.transition { machine, actions in
+                        _ = machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
+                    }
+                }
+            case 30..<45:
+                // A member ends by itself: an executing one finishes, fails or is
+                // cancelled; a waiting one is cancelled.
+                guard let unit = harness.reference.units.values.sorted(by: { $0.id < $1.id }).filter({ !$0.ending }).randomElement(using: &rng)
+                else { continue }
+                let outcome: AsyncTask.Outcome =
+                    unit.place == .executing ? rng.pick([.finished, .failed(TestError(code: 1)), .cancelled]) : .cancelled
+                log.append("\(unit.id) ends \(outcome.kind)")
+                harness.end(unit.id, outcome)
+            case 45..<60:
+                let step = Int64.random(in: 0...30, using: &rng)
+                log.append("clock +\(step)")
+                harness.clock.advance(by: step)
+                harness.reference.timeOut(now: harness.clock.now)
+            case 60..<65:
+                log.append("cancelAll")
+                harness.reference.cancel { _ in true }
+                harness.transition { machine, actions in machine.cancelAll(actions: &actions) }
+            case 65..<72:
+                log.append("suspend")
+                harness.reference.suspensions += 1
+                harness.transition { machine, _ in machine.suspend() }
+            case 72..<84:
+                log.append("resume")
+                harness.reference.suspensions = max(0, harness.reference.suspensions - 1)
+                harness.transition { machine, actions in machine.resume(actions: &actions) }
+            case 84..<92:
+                let limit = rng.chance(20) ? Int.max : Int.random(in: 1...3, using: &rng)
+                log.append("limit \(limit)")
+                harness.reference.limit = limit
+                harness.transition { machine, actions in machine.setLimit(limit, actions: &actions) }
+            default:
+                let policy = rng.pick([BackgroundQueue.ExpirationPolicy.cancelAll, .cancelPending, .keepRunning])
+                log.append("expire \(policy)")
+                if policy == .cancelAll {
+                    harness.reference.cancel { _ in true }
+                } else if policy == .cancelPending {
+                    harness.reference.cancel { $0.place != .executing }
+                }
+                harness.transition { machine, actions in machine.backgroundTimeExpired(policy: policy, actions: &actions) }
+            }
+            harness.settle()
+            let problems = harness.problems(names: names)
+            if !problems.isEmpty {
+                return "\(problems.joined(separator: "; ")) after: \(log.joined(separator: " | "))"
+            }
+        }
+        return nil
+    }
+}
+
