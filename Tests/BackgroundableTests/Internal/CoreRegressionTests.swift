@@ -1,0 +1,209 @@
+import Synchronization
+import Testing
+
+@testable import Backgroundable
+
+/// One test for each way the core broke on workloads shaped like real apps and
+/// servers (issue "The core, rebuilt sound and flat"). The cost ones drive the pure
+/// state machine with enough members that a scan per operation would take minutes
+/// (their time limit fails them), and check that what an idle queue holds is freed.
+@Suite("Core regressions")
+struct CoreRegressionTests {
+    typealias Machine = QueueStateMachine<ModelMember>
+
+    /// The member that keeps ``busyMachine(limit:clock:)`` busy, executing.
+    private let holder = ModelMember(-1)
+
+    /// A machine whose background time is held, so members start as soon as rules allow.
+    private func busyMachine(limit: Int = .max, clock: ManualClock = ManualClock()) -> Machine {
+        var machine = Machine(limit: limit, now: { clock.now })
+        var actions: [Machine.Action] = []
+        _ = machine.add(.init(member: holder, name: nil, policy: .ignore, priority: 0, timeout: nil), actions: &actions)
+        machine.backgroundTimeBegun(period: 1, actions: &actions)
+        return machine
+    }
+
+    private func admission(_ member: ModelMember, name: String? = nil, policy: UniquenessPolicy = .ignore, timeout: Int64? = nil)
+        -> Machine.Admission
+    {
+        .init(member: member, name: name, policy: policy, priority: 0, timeout: timeout)
+    }
+
+    // 1. A distinct timeout per unit: one heap, whatever the timeouts; freed when idle.
+    @Test(.timeLimit(.minutes(1))) func distinctTimeoutsCostFlatAndLeaveNothingBehind() {
+        let clock = ManualClock()
+        var machine = Machine(limit: .max, now: { clock.now })
+        var actions: [Machine.Action] = []
+        let members = (0..<100_000).map(ModelMember.init)
+        for (index, member) in members.enumerated() {
+            _ = machine.add(admission(member, timeout: Int64(1_000 + index)), actions: &actions)
+            if index == 0 { machine.backgroundTimeBegun(period: 1, actions: &actions) }
+        }
+        while machine.drain(actions: &actions) {}
+        #expect(machine.executingCount == members.count)
+        #expect(machine.footprint.deadlineEntries == members.count)
+        // End them in an order unrelated to their deadlines.
+        for member in members.reversed() {
+            machine.memberEnded(member, .finished, actions: &actions)
+        }
+        #expect(!machine.isBusy)
+        let footprint = machine.footprint
+        #expect(footprint.deadlineEntries == 0 && footprint.readyEntries == 0 && footprint.names == 0)
+    }
+
+    // 2. Names used as labels: one name on every unit; each end is O(1).
+    @Test(.timeLimit(.minutes(1))) func oneLabelNameOnEveryUnitCostsFlat() {
+        var machine = busyMachine()
+        var actions: [Machine.Action] = []
+        machine.suspend()
+        let members = (0..<100_000).map(ModelMember.init)
+        for member in members {
+            _ = machine.add(admission(member, name: "upload"), actions: &actions)
+        }
+        // Ends from the middle, the front and the back of the name's group.
+        for (index, member) in members.enumerated() where index % 3 == 1 {
+            machine.memberEnded(member, .cancelled, actions: &actions)
+        }
+        #expect(machine.hasLiveMember(named: "upload"))
+        var dropped: [Machine.Action] = []
+        let added = machine.add(admission(ModelMember(-2), name: "upload", policy: .drop), actions: &dropped)
+        #expect(!added)
+        for (index, member) in members.enumerated() where index % 3 != 1 {
+            machine.memberEnded(member, .cancelled, actions: &actions)
+        }
+        #expect(!machine.hasLiveMember(named: "upload"))
+        #expect(machine.enqueuedCount == 0)
+    }
+
+    @Test func aReplaceStormOnOneNameKeepsOnlyTheLast() {
+        var machine = busyMachine()
+        var actions: [Machine.Action] = []
+        machine.suspend()
+        let members = (0..<10_000).map(ModelMember.init)
+        var ended = 0
+        for member in members {
+            actions = []
+            _ = machine.add(admission(member, name: "refresh", policy: .replace), actions: &actions)
+            for case .end(let replaced, .replaced) in actions {
+                ended += 1
+                machine.memberEnded(replaced, .replaced, actions: &actions)
+            }
+        }
+        #expect(ended == members.count - 1)
+        #expect(machine.enqueuedCount == 1)
+    }
+
+    // 3. No start is ever lost: a drainer that gives up its role just as a member
+    // arrives leaves the role free, and the arrival starts it; readers change nothing.
+    @Test func aMemberArrivingAsTheDrainerStopsIsStarted() {
+        var machine = busyMachine(limit: 2)
+        var actions: [Machine.Action] = []
+        let members = (0..<4).map(ModelMember.init)
+        _ = machine.add(contentsOf: members.map { admission($0) }, sequential: false, actions: &actions)
+        // The batch scheduled a drainer; it starts one (the other slot is the first
+        // member's), then finds nothing more it may start, and stops.
+        #expect(actions.contains { if case .spawnDrainer = $0 { true } else { false } })
+        actions = []
+        let first = machine.drain(actions: &actions)
+        let second = machine.drain(actions: &actions)
+        #expect(first && !second)
+        // Readers in between, then the slot frees: the end starts the next one itself.
+        _ = (machine.enqueuedCount, machine.isBusy, machine.executingCount)
+        actions = []
+        machine.memberEnded(holder, .finished, actions: &actions)
+        #expect(machine.enqueuedCount == 2)
+        let started = actions.compactMap { if case .start(let member) = $0 { member.id } else { nil } }
+        #expect(started == [1])
+    }
+
+    @Test func readersNeverStrandAUnitUnderRacingAdds() async {
+        let queue = BackgroundQueue(maxConcurrentTasks: 2, backgroundTaskProvider: NoopBackgroundTaskProvider())
+        let stop = Atomic(false)
+        let reader = Task.detached {
+            var reads = 0
+            while !stop.load(ordering: .relaxed) {
+                reads &+= queue.enqueuedCount + (queue.isBusy ? 1 : 0)
+                await Task.yield()
+            }
+            return reads
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<2_000 { queue.add { $0.finish() } }
+                }
+            }
+        }
+        await queue.waitUntilIdle()
+        stop.store(true, ordering: .relaxed)
+        _ = await reader.value
+        #expect(queue.enqueuedCount == 0 && queue.executingCount == 0)
+    }
+
+    // 4. The caller's sequence runs before the queue's lock is taken.
+    @Test func aLazySequenceThatReadsTheQueueIsIteratedOutsideItsLock() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let seen = Recorder<Int>()
+        let units = (0..<3).lazy.map { _ in
+            seen.append(queue.enqueuedCount)
+            return AsyncTask { $0.finish() }
+        }
+        queue.add(contentsOf: units)
+        let group = (0..<2).lazy.map { _ in
+            seen.append(queue.enqueuedCount)
+            return AsyncTask { $0.finish() }
+        }
+        queue.addSequence(group)
+        #expect(seen.all == [0, 0, 0, 3, 3])
+        queue.resume()
+        await queue.waitUntilIdle()
+    }
+
+    // 5. `finish()` on a unit its queue started but whose work has not run cancels it.
+    @Test func finishWhileLaunchingCancelsAndTheWorkNeverRuns() {
+        var state = UnitState(work: .callback { _ in Issue.record("the work ran") })
+        let claimed = state.claim()
+        let launched = state.launch()
+        #expect(claimed && launched && !state.isExecuting)
+        let ending = state.finish()
+        #expect(ending?.outcome.kind == .cancelled)
+        let work = state.takeWork { 0 }
+        #expect(work == nil)
+    }
+
+    // 6. Background time is held before any unit of the busy period starts.
+    @Test func noUnitStartsBeforeItsBusyPeriodHoldsBackgroundTime() async {
+        let provider = RecordingBackgroundTaskProvider()
+        let queue = BackgroundQueue(backgroundTaskProvider: provider)
+        let heldWhenStarted = Recorder<Bool>()
+        for _ in 0..<3 {
+            for _ in 0..<20 {
+                queue.add { task in
+                    heldWhenStarted.append(!provider.activeIdentifiers.isEmpty)
+                    task.finish()
+                }
+            }
+            await queue.waitUntilIdle()
+        }
+        #expect(heldWhenStarted.all.count == 60)
+        #expect(heldWhenStarted.all.allSatisfy { $0 })
+        // In the machine: the busy transition starts nothing until its time is begun.
+        var machine = Machine(limit: .max, now: { 0 })
+        var actions: [Machine.Action] = []
+        _ = machine.add(admission(ModelMember(1)), actions: &actions)
+        #expect(!actions.contains { if case .start = $0 { true } else { false } })
+        actions = []
+        machine.backgroundTimeBegun(period: 1, actions: &actions)
+        #expect(actions.contains { if case .start = $0 { true } else { false } })
+    }
+
+    // 7. One unit on an idle queue is started by the adding thread: no drainer task.
+    @Test func aUnitOnAnIdleQueueStartsWithoutADrainer() {
+        var machine = Machine(limit: .max, now: { 0 })
+        var actions: [Machine.Action] = []
+        _ = machine.add(admission(ModelMember(1)), actions: &actions)
+        machine.backgroundTimeBegun(period: 1, actions: &actions)
+        #expect(!actions.contains { if case .spawnDrainer = $0 { true } else { false } })
+    }
+}
