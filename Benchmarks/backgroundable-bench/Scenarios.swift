@@ -110,13 +110,13 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
         },
 
         // MARK: End to end: first enqueue until the last unit's outcome.
-        Scenario(id: "e2e.BackgroundQueue.unbounded", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.3)) { units in
+        Scenario(id: "e2e.BackgroundQueue.unbounded", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.1)) { units in
             backgroundQueueEndToEnd(units: units, limit: nil, timeout: nil)
         },
         Scenario(id: "e2e.BackgroundQueue.unbounded.timeout", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.1)) { units in
             backgroundQueueEndToEnd(units: units, limit: nil, timeout: AsyncTask.defaultTimeout)
         },
-        Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", nil)) { units in
+        Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.2)) { units in
             backgroundQueueEndToEnd(units: units, limit: 1, timeout: nil)
         },
         Scenario(id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("e2e.OperationQueue.BlockOperation", 1.2)) { units in

@@ -513,13 +513,14 @@ struct QueueStateMachine<Member: AnyObject> {
         cancel(actions: &actions) { $0 != .executing }
     }
 
-    /// Ends the live members whose place `matches`, in admission order.
+    /// Ends the live members whose place `matches`. O(n) in the records held, with no
+    /// sort: they are marked in slot order, and all of them before any has ended, so no
+    /// successor in a sequential group can start in between.
     private mutating func cancel(actions: inout [Action], where matches: (Place) -> Bool) {
-        let chosen = slots.values
-            .filter { matches(records[Int($0)].place) && !records[Int($0)].isEnding }
-            .sorted { records[Int($0)].ticket < records[Int($1)].ticket }
-        for slot in chosen {
-            markEnding(slot, .cancelled, actions: &actions)
+        for slot in records.indices {
+            let record = records[slot]
+            guard record.member != nil, !record.isEnding, matches(record.place) else { continue }
+            markEnding(Int32(slot), .cancelled, actions: &actions)
         }
     }
 

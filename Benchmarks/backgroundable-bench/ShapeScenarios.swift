@@ -1,0 +1,222 @@
+import Backgroundable
+import Dispatch
+import Synchronization
+
+// Latency of one unit on an idle queue, and cost per unit as the number of live units
+// grows, for the workload shapes apps and servers have.
+
+/// `latency.*`: from the add to the first line of the body, one unit at a time with the
+/// queue idle in between; the median over `count` units, in nanoseconds.
+func latencyScenarios(count: Int) -> [Scenario] {
+    [
+        Scenario(id: "latency.BackgroundQueue.idle", unit: "ns (median)", baseline: ("latency.Task.detached", 1.2)) { _ in
+            let queue = BackgroundQueue(name: "bench")
+            return medianLatency(count: count) { start, started in
+                queue.add(timeout: nil) { task in
+                    started(now() - start)
+                    task.finish()
+                }
+            } between: {
+                drainQueue(queue)
+            }
+        },
+        Scenario(id: "latency.Task.detached", unit: "ns (median)", baseline: nil) { _ in
+            medianLatency(count: count) { start, started in
+                Task.detached { started(now() - start) }
+            } between: {}
+        },
+    ]
+}
+
+/// Runs `count` single units one after another; `launch` receives the start time and
+/// a callback for the body's first line.
+private func medianLatency(
+    count: Int,
+    launch: (_ start: UInt64, _ started: @escaping @Sendable (UInt64) -> Void) -> Void,
+    between: () -> Void
+) -> Double {
+    let latency = Atomic<UInt64>(0)
+    let ran = DispatchSemaphore(value: 0)
+    var samples: [UInt64] = []
+    samples.reserveCapacity(count)
+    for _ in 0..<count {
+        launch(now()) { elapsed in
+            latency.store(elapsed, ordering: .relaxed)
+            ran.signal()
+        }
+        ran.wait()
+        samples.append(latency.load(ordering: .relaxed))
+        between()
+    }
+    samples.sort()
+    return Double(samples[samples.count / 2])
+}
+
+private func drainQueue(_ queue: BackgroundQueue) {
+    blockingWait { await queue.waitUntilIdle() }
+}
+
+/// `scaling.<shape>.small` and `.large`: nanoseconds per unit for `small` and `large`
+/// units of the same shape, from the first add until the queue is idle; `large`
+/// is judged against `small` (flat cost: ≤ 1.3).
+func scalingScenarios(small: Int, large: Int) -> [Scenario] {
+    scalingShapes.flatMap { shape in
+        [
+            Scenario(id: "scaling.\(shape.name).small", unit: "ns/unit", baseline: nil) { _ in
+                shape.run(small)
+            },
+            Scenario(id: "scaling.\(shape.name).large", unit: "ns/unit", baseline: ("scaling.\(shape.name).small", 1.3)) { _ in
+                shape.run(large)
+            },
+        ]
+    }
+}
+
+private struct Shape: Sendable {
+    let name: String
+    let run: @Sendable (_ units: Int) -> Double
+}
+
+/// Most shapes add every unit to a suspended queue (so all of them are live at once),
+/// then resume it and wait until it is idle.
+private func pendingThenRun(
+    units: Int,
+    limit: Int? = nil,
+    prepare: (BackgroundQueue) -> Void = { _ in },
+    add: (BackgroundQueue, Int) -> Void,
+    beforeResume: (BackgroundQueue) -> Void = { _ in }
+) -> Double {
+    let queue = BackgroundQueue(name: "bench", maxConcurrentTasks: limit)
+    prepare(queue)
+    queue.suspend()
+    let start = now()
+    for index in 0..<units { add(queue, index) }
+    beforeResume(queue)
+    queue.resume()
+    drainQueue(queue)
+    return Double(now() - start) / Double(units)
+}
+
+private let noop: @Sendable (AsyncTask) -> Void = { $0.finish() }
+
+private let scalingShapes: [Shape] = [
+    Shape(name: "distinctNames") { units in
+        let names = (0..<units).map { "unit-\($0)" }
+        return pendingThenRun(units: units) { queue, index in
+            queue.add(name: names[index], timeout: nil, noop)
+        }
+    },
+    Shape(name: "oneLabelName") { units in
+        pendingThenRun(units: units) { queue, _ in
+            queue.add(name: "upload", timeout: nil, noop)
+        }
+    },
+    Shape(name: "fewLabelNames") { units in
+        let names = (0..<8).map { "label-\($0)" }
+        return pendingThenRun(units: units) { queue, index in
+            queue.add(name: names[index % 8], timeout: nil, noop)
+        }
+    },
+    Shape(name: "distinctTimeouts") { units in
+        pendingThenRun(units: units) { queue, index in
+            queue.add(timeout: .seconds(10) + .nanoseconds(index), noop)
+        }
+    },
+    Shape(name: "randomPrioritiesLimit4") { units in
+        var random = BenchRandom(seed: 42)
+        let priorities: [TaskPriority] = [.background, .low, .medium, .high]
+        let chosen = (0..<units).map { _ in priorities[Int(random.next() % 4)] }
+        return pendingThenRun(units: units, limit: 4) { queue, index in
+            queue.add(timeout: nil, priority: chosen[index], noop)
+        }
+    },
+    Shape(name: "oneLongSequence") { units in
+        let tasks = (0..<units).map { _ in AsyncTask(timeout: nil, noop) }
+        // One add of the whole group: its time per unit.
+        return pendingThenRun(units: 1) { queue, _ in
+            queue.addSequence(tasks)
+        } / Double(units)
+    },
+    Shape(name: "manyShortSequences") { units in
+        let groups = (0..<units / 4).map { _ in (0..<4).map { _ in AsyncTask(timeout: nil, noop) } }
+        return pendingThenRun(units: groups.count) { queue, index in
+            queue.addSequence(groups[index])
+        } / 4
+    },
+    Shape(name: "replaceStormOneName") { units in
+        pendingThenRun(units: units) { queue, _ in
+            queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .replace, noop)
+        }
+    },
+    Shape(name: "dropStormBehindExecuting") { units in
+        let queue = BackgroundQueue(name: "bench")
+        let running = DispatchSemaphore(value: 0)
+        let holder = queue.add(name: "sync", timeout: nil) { _ in running.signal() }
+        running.wait()
+        let start = now()
+        for _ in 0..<units {
+            queue.add(name: "sync", timeout: nil, uniquenessPolicy: .drop, noop)
+        }
+        holder.finish()
+        drainQueue(queue)
+        return Double(now() - start) / Double(units)
+    },
+    Shape(name: "cancelPendingOneByOne") { units in
+        var added: [AsyncTask] = []
+        added.reserveCapacity(units)
+        return pendingThenRun(units: units) { queue, _ in
+            added.append(queue.add(timeout: nil, noop))
+        } beforeResume: { _ in
+            for task in added { task.cancel() }
+        }
+    },
+    Shape(name: "cancelAllPending") { units in
+        pendingThenRun(units: units) { queue, _ in
+            queue.add(timeout: nil, noop)
+        } beforeResume: { queue in
+            queue.cancelAll()
+        }
+    },
+    Shape(name: "awaitedAsyncBodies") { units in
+        let queue = BackgroundQueue(name: "bench")
+        let start = now()
+        let handles = (0..<units).map { index in queue.addOperation(timeout: nil) { index } }
+        blockingWait {
+            var sum = 0
+            for handle in handles { sum &+= (try? await handle.value) ?? 0 }
+            precondition(sum == units * (units - 1) / 2)
+        }
+        drainQueue(queue)
+        return Double(now() - start) / Double(units)
+    },
+    Shape(name: "withEventsListener") { units in
+        var listener: Task<Void, Never>?
+        let result = pendingThenRun(units: units) { queue in
+            let stream = queue.events
+            listener = Task.detached {
+                for await _ in stream {}
+            }
+        } add: { queue, _ in
+            queue.add(timeout: nil, noop)
+        }
+        listener?.cancel()
+        return result
+    },
+]
+
+/// A small seeded generator (SplitMix64), so every run measures the same shapes.
+struct BenchRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
