@@ -21,9 +21,15 @@ func latencyScenarios(count: Int) -> [Scenario] {
             }
         },
         Scenario(id: "latency.Task.detached", unit: "ns (median)", baseline: nil) { _ in
-            medianLatency(count: count) { start, started in
-                Task.detached { started(now() - start) }
-            } between: {}
+            // Between units, the same kind of wait as the queue's: until the last
+            // `Task` has completed, through the same blocking bridge.
+            var last: Task<Void, Never>?
+            return medianLatency(count: count) { start, started in
+                last = Task.detached { started(now() - start) }
+            } between: {
+                let task = last!
+                blockingWait { await task.value }
+            }
         },
     ]
 }

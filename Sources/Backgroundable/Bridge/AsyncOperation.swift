@@ -246,20 +246,28 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// the same rules and the same one sleeper per queue as every unit.
     private func keepDeadline() {
         guard unit.hasTimeout else { return }
-        let keeper = bridge.withLock { state in
-            if state.tracking == nil { state.tracking = Self.deadlineKeeper }
-            return state.tracking!
-        }
         let timeout = unit.timeoutNanoseconds
-        keeper.transition { machine, actions in
-            machine.externalStarted(self, timeout: timeout, actions: &actions)
+        if let tracking = bridge.withLock({ $0.tracking }) {
+            // A stale handle (the operation's end overtook its start) is ignored.
+            tracking.queue.transition { machine, actions in
+                machine.externalStarted(tracking.handle, member: self, timeout: timeout, actions: &actions)
+            }
+            return
         }
-        // The operation may have reported `isFinished` (and told the keeper) before the
-        // keeper heard of its start, which would then hold it for ever: tell it again.
-        // Told twice, a queue ignores the second time.
-        if bridge.withLock({ $0.reportsFinished }) {
-            keeper.memberEnded(self, unit.currentOutcome ?? .cancelled)
+        let keeper = Self.deadlineKeeper
+        guard
+            let handle = keeper.transition({ machine, actions in
+                machine.externalStarted(nil, member: self, timeout: timeout, actions: &actions)
+            })
+        else { return }
+        // If the operation reported `isFinished` meanwhile, nobody told the keeper:
+        // this does.
+        let tracked = bridge.withLock { state -> Bool in
+            guard !state.reportsFinished else { return false }
+            state.tracking = Tracking(queue: keeper, handle: handle)
+            return true
         }
+        if !tracked { keeper.memberEnded(handle, unit.currentOutcome ?? .cancelled) }
     }
 
     /// Reports `isFinished` exactly once: when `start()` has reported (or skipped)
@@ -272,7 +280,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         let (observers, tracking) = bridge.withLock { $0.reportFinished() }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
-        if let tracking { tracking.memberEnded(self, unit.currentOutcome ?? .finished) }
+        if let tracking { tracking.queue.memberEnded(tracking.handle, unit.currentOutcome ?? .finished) }
         for observer in observers { observer() }
         if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
             onTimeoutCallback(self)
@@ -284,10 +292,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// reports it. Costs no allocation (the queue's hot path). Returns `false`, and
     /// registers nothing, when the operation has already reported `isFinished`: the
     /// caller then does its bookkeeping itself.
-    func track(by queue: QueueStorage<Operation>) -> Bool {
+    func track(by queue: QueueStorage<Operation>, handle: QueueStorage<Operation>.Machine.Handle) -> Bool {
         bridge.withLock { state in
             guard !state.reportsFinished, state.tracking == nil else { return false }
-            state.tracking = queue
+            state.tracking = Tracking(queue: queue, handle: handle)
             return true
         }
     }
@@ -317,7 +325,7 @@ extension AsyncOperation: UnitObserver {
         guard let tracking = bridge.withLock({ $0.noteUnitEnded() }) else { return }
         // Its outcome is reached: it no longer counts for its queue's deduplication,
         // though the queue holds it (busy) until it reports `isFinished`.
-        if unit.name != nil { tracking?.memberStopped(self) }
+        if unit.name != nil, let tracking { tracking.queue.memberStopped(tracking.handle) }
         if outcome.isCancellation { super.cancel() }
         reportFinishedIfDue()
     }
@@ -341,7 +349,7 @@ private struct BridgeState {
     var reportsFinished = false
     var finishObservers: [@Sendable () -> Void] = []
     /// The queue to tell once `isFinished` is reported.
-    var tracking: QueueStorage<Operation>?
+    var tracking: Tracking?
 
     /// `true` the first time only; from then on the unit holds the operation.
     mutating func requestStart() -> Bool {
@@ -368,7 +376,7 @@ private struct BridgeState {
     }
 
     /// The queue tracking the operation, the first time only; `nil` after.
-    mutating func noteUnitEnded() -> QueueStorage<Operation>?? {
+    mutating func noteUnitEnded() -> Tracking?? {
         guard !unitEnded else { return nil }
         unitEnded = true
         return .some(tracking)
@@ -383,7 +391,7 @@ private struct BridgeState {
     }
 
     /// `isFinished` becomes `true`; hands out who must hear it.
-    mutating func reportFinished() -> ([@Sendable () -> Void], QueueStorage<Operation>?) {
+    mutating func reportFinished() -> ([@Sendable () -> Void], Tracking?) {
         reportsFinished = true
         defer {
             finishObservers = []
@@ -391,6 +399,13 @@ private struct BridgeState {
         }
         return (finishObservers, tracking)
     }
+}
+
+/// The queue that tracks an operation (its ``BackgroundOperationQueue``, or the shared
+/// deadline keeper), and the operation's handle there.
+private struct Tracking {
+    let queue: QueueStorage<Operation>
+    let handle: QueueStorage<Operation>.Machine.Handle
 }
 
 /// The 1.x name of ``UniquenessPolicy``.

@@ -133,14 +133,16 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
                 priority: 0, timeout: nil)
         }
         let admitted = storage.transition { machine, actions in
-            admissions.filter { machine.addExternal($0, actions: &actions) }.map(\.member)
+            admissions.compactMap { admission in
+                machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
+            }
         }
-        for operation in admitted {
-            if (operation as? AsyncOperation)?.track(by: storage) != true {
+        for (operation, handle) in admitted {
+            if (operation as? AsyncOperation)?.track(by: storage, handle: handle) != true {
                 // Strong, as Foundation holds an operation's queue until the operation finished.
                 let storage = storage
                 BridgeQueue.whenFinished(operation) {
-                    storage.memberEnded(operation, operation.isCancelled ? .cancelled : .finished)
+                    storage.memberEnded(handle, operation.isCancelled ? .cancelled : .finished)
                 }
             }
         }

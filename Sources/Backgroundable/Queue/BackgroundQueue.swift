@@ -275,8 +275,8 @@ extension QueueStorage where Member == AsyncTask {
     func add(_ unit: AsyncTask) {
         guard unit.state.withLock({ $0.claim() }) else { return }
         let admission = unit.admission
-        if transition({ machine, actions in machine.add(admission, actions: &actions) }) {
-            attachOwner(unit)
+        if let handle = transition({ machine, actions in machine.add(admission, actions: &actions) }) {
+            attachOwner(unit, handle)
         }
     }
 
@@ -288,14 +288,14 @@ extension QueueStorage where Member == AsyncTask {
         let admitted = transition { machine, actions in
             machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
         }
-        for unit in admitted { attachOwner(unit) }
+        for (unit, handle) in admitted { attachOwner(unit, handle) }
     }
 
     /// From now on the unit tells the queue when it ends; if it already has (it was
     /// cancelled while being added, or it ran to its end already), the queue is told here.
-    private func attachOwner(_ unit: AsyncTask) {
-        if let outcome = unit.state.withLock({ $0.attach(owner: self) }) {
-            memberEnded(unit, outcome)
+    private func attachOwner(_ unit: AsyncTask, _ handle: Machine.Handle) {
+        if let outcome = unit.state.withLock({ $0.attach(owner: Owner(queue: self, handle: handle)) }) {
+            memberEnded(handle, outcome)
         }
     }
 }

@@ -70,6 +70,16 @@ struct QueueStateMachine<Member: AnyObject> {
         case closed
     }
 
+    /// How a front end names a member it admitted, in later events: its slot and the
+    /// ticket of its admission. A handle whose member has left (its slot free, or
+    /// reused by a later admission with another ticket) names nothing, so an event that
+    /// arrives late is ignored instead of touching another member. Members carry their
+    /// handle; the machine keeps no map from members to slots.
+    struct Handle: Sendable, Hashable {
+        let slot: Int32
+        let ticket: UInt64
+    }
+
     /// Where a live member is.
     enum Place: UInt8 {
         case ready, blocked, external, executing
@@ -113,7 +123,8 @@ struct QueueStateMachine<Member: AnyObject> {
 
     private var records: [Record] = []
     private var freeSlots: [Int32] = []
-    private var slots: [ObjectIdentifier: Int32] = [:]
+    /// Live members: admitted and not ended (ending ones included).
+    private(set) var liveCount = 0
     private var names: [String: NameGroup] = [:]
     private var tickets: UInt64 = 0
 
@@ -146,32 +157,32 @@ struct QueueStateMachine<Member: AnyObject> {
         self.now = now
     }
 
-    /// Live members: admitted and not ended (ending ones included).
-    var liveCount: Int { slots.count }
-
     // MARK: Adding
 
     /// Adds one member; it may start on the caller's thread when the queue has nothing
-    /// else running. Returns `false` when it was rejected (see ``Action/reject(_:_:)``).
-    mutating func add(_ admission: Admission, actions: inout [Action]) -> Bool {
-        guard let slot = admit(admission, place: .ready, actions: &actions) else { return false }
+    /// else running. Returns its handle, or `nil` when it was rejected (see
+    /// ``Action/reject(_:_:)``).
+    mutating func add(_ admission: Admission, actions: inout [Action]) -> Handle? {
+        guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
+        let handle = handle(of: slot)
         link(slot, behind: -1, actions: &actions)
         startReady(inline: executingCount == 0 && !drainerScheduled ? 1 : 0, actions: &actions)
-        return true
+        return handle
     }
 
     /// Adds members in order (their policies apply in that order); with `sequential`,
-    /// each starts only after the previous admitted one ended. Returns the admitted ones.
+    /// each starts only after the previous admitted one ended. Returns the handles of
+    /// the admitted ones, in order.
     mutating func add(
         contentsOf admissions: [Admission],
         sequential: Bool,
         actions: inout [Action]
-    ) -> [Member] {
-        var admitted: [Member] = []
+    ) -> [(member: Member, handle: Handle)] {
+        var admitted: [(member: Member, handle: Handle)] = []
         var previous: Int32 = -1
         for admission in admissions {
             guard let slot = admit(admission, place: .ready, actions: &actions) else { continue }
-            admitted.append(admission.member)
+            admitted.append((admission.member, handle(of: slot)))
             link(slot, behind: sequential ? previous : -1, actions: &actions)
             previous = slot
         }
@@ -181,11 +192,22 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Adds a member whose front end starts it (the Operation bridge): live for
     /// deduplication and busy periods, never started by the queue. See
-    /// ``externalStarted(_:timeout:actions:)``.
-    mutating func addExternal(_ admission: Admission, actions: inout [Action]) -> Bool {
-        guard admit(admission, place: .external, actions: &actions) != nil else { return false }
+    /// ``externalStarted(_:member:timeout:actions:)``. `nil` when it was rejected.
+    mutating func addExternal(_ admission: Admission, actions: inout [Action]) -> Handle? {
+        guard let slot = admit(admission, place: .external, actions: &actions) else { return nil }
         emit(.enqueued(admission.member), actions: &actions)
-        return true
+        return handle(of: slot)
+    }
+
+    private func handle(of slot: Int32) -> Handle {
+        Handle(slot: slot, ticket: records[Int(slot)].ticket)
+    }
+
+    /// The slot a handle names, if its member is still there.
+    private func slot(of handle: Handle) -> Int32? {
+        guard handle.slot >= 0, Int(handle.slot) < records.count else { return nil }
+        let record = records[Int(handle.slot)]
+        return record.member != nil && record.ticket == handle.ticket ? handle.slot : nil
     }
 
     /// Applies the uniqueness policy and records the member. `nil` when rejected.
@@ -216,7 +238,7 @@ struct QueueStateMachine<Member: AnyObject> {
         records[Int(slot)] = Record(
             member: admission.member, name: admission.name, ticket: tickets,
             timeout: admission.timeout ?? .min, priority: admission.priority, place: place)
-        slots[ObjectIdentifier(admission.member)] = slot
+        liveCount += 1
         if let name = admission.name { addToName(slot, name) }
         enqueuedCount += 1
         becomeBusyIfIdle(actions: &actions)
@@ -409,33 +431,39 @@ struct QueueStateMachine<Member: AnyObject> {
         }
     }
 
-    /// The front end started an external member (or, on a queue that keeps deadlines
-    /// only, a member it never added): it counts as executing and its deadline is armed.
-    /// On a queue with busy periods a member it does not hold has already ended (its
-    /// end overtook its start): nothing happens.
-    mutating func externalStarted(_ member: Member, timeout: Int64?, actions: inout [Action]) {
+    /// The front end started an external member (`handle`, from ``addExternal(_:actions:)``)
+    /// or, with no handle on a queue that keeps deadlines only, a member it never added:
+    /// it counts as executing and its deadline is armed. Returns the member's handle;
+    /// `nil` when the handle names nothing any more (the member's end overtook its
+    /// start: nothing happens).
+    @discardableResult
+    mutating func externalStarted(
+        _ handle: Handle?, member: Member, timeout: Int64?, actions: inout [Action]
+    ) -> Handle? {
         let slot: Int32
-        if let known = slots[ObjectIdentifier(member)] {
+        if let handle {
+            guard let known = self.slot(of: handle), records[Int(known)].place == .external,
+                !records[Int(known)].isEnding
+            else { return nil }
             slot = known
-            guard records[Int(slot)].place == .external, !records[Int(slot)].isEnding else { return }
             enqueuedCount -= 1
             records[Int(slot)].timeout = timeout ?? .min
         } else {
-            guard !reportsBusyPeriods else { return }
             slot = allocate()
             tickets += 1
             records[Int(slot)] = Record(member: member, ticket: tickets, timeout: timeout ?? .min)
-            slots[ObjectIdentifier(member)] = slot
+            liveCount += 1
             becomeBusyIfIdle(actions: &actions)
         }
         executingCount += 1
         records[Int(slot)].place = .executing
         if records[Int(slot)].timeout != .min, records[Int(slot)].timeout <= 0 {
             markEnding(slot, .timedOut, actions: &actions)
-            return
+        } else {
+            armDeadline(slot, actions: &actions)
+            emit(.started(member), actions: &actions)
         }
-        armDeadline(slot, actions: &actions)
-        emit(.started(member), actions: &actions)
+        return self.handle(of: slot)
     }
 
     // MARK: Ending
@@ -453,8 +481,9 @@ struct QueueStateMachine<Member: AnyObject> {
     /// it leaves the queue, its successor in a sequential group becomes ready, and
     /// what can start now starts. Exactly once per admitted member; a member the
     /// queue does not hold is ignored.
-    mutating func memberEnded(_ member: Member, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
-        guard let slot = slots[ObjectIdentifier(member)] else { return }
+    mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
+        guard let slot = slot(of: handle) else { return }
+        let member = records[Int(slot)].member!
         release(slot)
         emit(.ended(member, outcome), actions: &actions)
         compactIfMostlyStale()
@@ -467,7 +496,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// and its successor in a sequential group becomes ready, whatever the outcome.
     private mutating func release(_ slot: Int32) {
         let record = records[Int(slot)]
-        slots[ObjectIdentifier(record.member!)] = nil
+        liveCount -= 1
         removeFromName(slot)
         switch record.place {
         case .ready:
@@ -497,8 +526,8 @@ struct QueueStateMachine<Member: AnyObject> {
     /// A member reached its outcome while its front end still holds it (an
     /// ``AsyncOperation`` that has not reported `isFinished` yet): it no longer counts
     /// for deduplication; its ``memberEnded(_:_:actions:)`` follows.
-    mutating func memberStopped(_ member: Member) {
-        guard let slot = slots[ObjectIdentifier(member)] else { return }
+    mutating func memberStopped(_ handle: Handle) {
+        guard let slot = slot(of: handle) else { return }
         records[Int(slot)].isEnding = true
         removeFromName(slot)
     }
@@ -617,7 +646,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// `true` when the queue went idle.
     private mutating func becomeIdleIfDone(actions: inout [Action]) -> Bool {
-        guard isBusy, slots.isEmpty else { return false }
+        guard isBusy, liveCount == 0 else { return false }
         isBusy = false
         releaseStorage()
         guard reportsBusyPeriods else { return true }
@@ -709,10 +738,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// The live members (ending ones excluded), in admission order.
     func liveMembers() -> [Member] {
-        slots.values
-            .filter { !records[Int($0)].isEnding }
-            .sorted { records[Int($0)].ticket < records[Int($1)].ticket }
-            .map { records[Int($0)].member! }
+        records.filter { $0.member != nil && !$0.isEnding }.sorted { $0.ticket < $1.ticket }.map { $0.member! }
     }
 
     /// Memory the machine holds, in entries: for tests that check nothing leaks.

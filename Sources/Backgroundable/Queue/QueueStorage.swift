@@ -76,16 +76,17 @@ final class QueueStorage<Member: QueueMember>: Sendable {
         state.withLock { body($0.machine) }
     }
 
-    /// A member reached its outcome: the queue forgets it. Exactly once per admitted
-    /// member (from its own end, or from whoever admitted it when it ended first).
-    func memberEnded(_ member: Member, _ outcome: AsyncTask.Outcome) {
-        transition { machine, actions in machine.memberEnded(member, outcome, actions: &actions) }
+    /// A member reached its outcome: the queue forgets it. Once per admitted member
+    /// (from its own end, or from whoever admitted it when it ended first); a handle
+    /// that names nothing any more is ignored.
+    func memberEnded(_ handle: Machine.Handle, _ outcome: AsyncTask.Outcome) {
+        transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
     }
 
     /// A member reached its outcome but its front end still holds it; see
     /// ``QueueStateMachine/memberStopped(_:)``.
-    func memberStopped(_ member: Member) {
-        state.withLock { $0.machine.memberStopped(member) }
+    func memberStopped(_ handle: Machine.Handle) {
+        state.withLock { $0.machine.memberStopped(handle) }
     }
 
     // MARK: Performing actions

@@ -363,7 +363,7 @@ extension UnitState.Ending {
     /// the unit first (so waiters see its slot free), then the `Task` is cancelled, the
     /// parked body and the waiters are resumed, and `onTimeout` runs.
     func perform(for unit: AsyncTask) {
-        owner?.memberEnded(unit, outcome)
+        if let owner { owner.queue.memberEnded(owner.handle, outcome) }
         task?.cancel()
         parkedBody?.resume()
         for waiter in waiters {

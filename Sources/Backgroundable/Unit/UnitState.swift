@@ -53,7 +53,7 @@ struct UnitState {
     struct Ending {
         let outcome: AsyncTask.Outcome
         /// The queue to tell that the unit ended (`nil` when none holds it yet).
-        var owner: QueueCore?
+        var owner: Owner?
         /// The wrapping `Task`, to cancel when the outcome stops the work.
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
@@ -63,7 +63,7 @@ struct UnitState {
     var waiters: [Waiter] = []
     /// The queue that holds the unit, told once when it ends. Set after the queue
     /// admitted it (``attach(owner:)``).
-    var owner: QueueCore?
+    var owner: Owner?
     var phase: Phase
 
     init(work: AsyncTask.Work) {
@@ -100,9 +100,9 @@ struct UnitState {
     /// The queue that claimed the unit admitted it: it is told when the unit ends.
     /// Returns the outcome instead when the unit has already ended (the queue must
     /// then be told by the caller).
-    mutating func attach(owner queue: QueueCore) -> AsyncTask.Outcome? {
+    mutating func attach(owner: Owner) -> AsyncTask.Outcome? {
         if let outcome { return outcome }
-        owner = queue
+        self.owner = owner
         return nil
     }
 
@@ -213,6 +213,12 @@ struct UnitState {
         self.waiters = []
         return Ending(outcome: outcome, owner: owner, task: task, parkedBody: parkedBody, waiters: waiters)
     }
+}
+
+/// The queue holding a unit, and the unit's handle in it.
+struct Owner: Sendable {
+    let queue: QueueCore
+    let handle: QueueCore.Machine.Handle
 }
 
 /// A front end that must hear when its unit ends (the Operation bridge): held strongly

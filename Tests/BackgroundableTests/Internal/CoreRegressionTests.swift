@@ -11,8 +11,9 @@ import Testing
 struct CoreRegressionTests {
     typealias Machine = QueueStateMachine<ModelMember>
 
-    /// The member that keeps ``busyMachine(limit:clock:)`` busy, executing.
+    /// The member that keeps ``busyMachine(limit:clock:)`` busy, executing, and its handle.
     private let holder = ModelMember(-1)
+    private let holderHandle = Machine.Handle(slot: 0, ticket: 1)
 
     /// A machine whose background time is held, so members start as soon as rules allow.
     private func busyMachine(limit: Int = .max, clock: ManualClock = ManualClock()) -> Machine {
@@ -35,16 +36,17 @@ struct CoreRegressionTests {
         var machine = Machine(limit: .max, now: { clock.now })
         var actions: [Machine.Action] = []
         let members = (0..<100_000).map(ModelMember.init)
+        var handles: [Machine.Handle] = []
         for (index, member) in members.enumerated() {
-            _ = machine.add(admission(member, timeout: Int64(1_000 + index)), actions: &actions)
+            handles.append(machine.add(admission(member, timeout: Int64(1_000 + index)), actions: &actions)!)
             if index == 0 { machine.backgroundTimeBegun(period: 1, actions: &actions) }
         }
         while machine.drain(actions: &actions) {}
         #expect(machine.executingCount == members.count)
         #expect(machine.footprint.deadlineEntries == members.count)
         // End them in an order unrelated to their deadlines.
-        for member in members.reversed() {
-            machine.memberEnded(member, .finished, actions: &actions)
+        for handle in handles.reversed() {
+            machine.memberEnded(handle, .finished, actions: &actions)
         }
         #expect(!machine.isBusy)
         let footprint = machine.footprint
@@ -57,19 +59,17 @@ struct CoreRegressionTests {
         var actions: [Machine.Action] = []
         machine.suspend()
         let members = (0..<100_000).map(ModelMember.init)
-        for member in members {
-            _ = machine.add(admission(member, name: "upload"), actions: &actions)
-        }
+        let handles = members.map { machine.add(admission($0, name: "upload"), actions: &actions)! }
         // Ends from the middle, the front and the back of the name's group.
-        for (index, member) in members.enumerated() where index % 3 == 1 {
-            machine.memberEnded(member, .cancelled, actions: &actions)
+        for (index, handle) in handles.enumerated() where index % 3 == 1 {
+            machine.memberEnded(handle, .cancelled, actions: &actions)
         }
         #expect(machine.hasLiveMember(named: "upload"))
         var dropped: [Machine.Action] = []
         let added = machine.add(admission(ModelMember(-2), name: "upload", policy: .drop), actions: &dropped)
-        #expect(!added)
-        for (index, member) in members.enumerated() where index % 3 != 1 {
-            machine.memberEnded(member, .cancelled, actions: &actions)
+        #expect(added == nil)
+        for (index, handle) in handles.enumerated() where index % 3 != 1 {
+            machine.memberEnded(handle, .cancelled, actions: &actions)
         }
         #expect(!machine.hasLiveMember(named: "upload"))
         #expect(machine.enqueuedCount == 0)
@@ -80,13 +80,14 @@ struct CoreRegressionTests {
         var actions: [Machine.Action] = []
         machine.suspend()
         let members = (0..<10_000).map(ModelMember.init)
+        var handles: [ObjectIdentifier: Machine.Handle] = [:]
         var ended = 0
         for member in members {
             actions = []
-            _ = machine.add(admission(member, name: "refresh", policy: .replace), actions: &actions)
+            handles[ObjectIdentifier(member)] = machine.add(admission(member, name: "refresh", policy: .replace), actions: &actions)
             for case .end(let replaced, .replaced) in actions {
                 ended += 1
-                machine.memberEnded(replaced, .replaced, actions: &actions)
+                machine.memberEnded(handles[ObjectIdentifier(replaced)]!, .replaced, actions: &actions)
             }
         }
         #expect(ended == members.count - 1)
@@ -110,7 +111,7 @@ struct CoreRegressionTests {
         // Readers in between, then the slot frees: the end starts the next one itself.
         _ = (machine.enqueuedCount, machine.isBusy, machine.executingCount)
         actions = []
-        machine.memberEnded(holder, .finished, actions: &actions)
+        machine.memberEnded(holderHandle, .finished, actions: &actions)
         #expect(machine.enqueuedCount == 2)
         let started = actions.compactMap { if case .start(let member) = $0 { member.id } else { nil } }
         #expect(started == [1])

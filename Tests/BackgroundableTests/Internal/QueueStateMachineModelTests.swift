@@ -209,6 +209,9 @@ struct MachineHarness {
     var machine: Machine
     var reference = ReferenceQueue()
     var members: [Int: ModelMember] = [:]
+    /// The handle of every admitted member (members carry theirs, as units do).
+    var handles: [Int: QueueStateMachine<ModelMember>.Handle] = [:]
+    var endedBeforeAttached: [Int: AsyncTask.Outcome] = [:]
     var outcomes: [Int: AsyncTask.Outcome.Kind] = [:]
     var executing: Set<Int> = []
     var drainerPending = false
@@ -269,14 +272,27 @@ struct MachineHarness {
         }
     }
 
-    /// The member reached `outcome` (first terminal transition wins, as in a unit).
+    /// The member reached `outcome` (first terminal transition wins, as in a unit) and
+    /// tells the queue, as a unit tells its owner; one that ended during its own add has
+    /// no handle yet and tells the queue once it has (``attach(_:_:)``).
     mutating func end(_ id: Int, _ outcome: AsyncTask.Outcome) {
         guard outcomes[id] == nil else { return }
         outcomes[id] = outcome.kind
         executing.remove(id)
+        guard let handle = handles[id] else {
+            endedBeforeAttached[id] = outcome
+            return
+        }
         reference.leave(id, outcome.kind)
-        let member = member(id)
-        transition { machine, actions in machine.memberEnded(member, outcome, actions: &actions) }
+        transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
+    }
+
+    /// The add returned `handle` for `id`, as the storage attaches a unit's owner.
+    mutating func attach(_ id: Int, _ handle: QueueStateMachine<ModelMember>.Handle) {
+        handles[id] = handle
+        guard let outcome = endedBeforeAttached.removeValue(forKey: id) else { return }
+        reference.leave(id, outcome.kind)
+        transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
     }
 
     mutating func deliver() {
@@ -413,12 +429,16 @@ struct QueueStateMachineModelTests {
                 }
                 if count == 1 {
                     log.append("add \(description[0])")
-                    harness.transition { machine, actions in _ = machine.add(admissions[0], actions: &actions) }
+                    var handle: QueueStateMachine<ModelMember>.Handle?
+                    harness.transition { machine, actions in handle = machine.add(admissions[0], actions: &actions) }
+                    if let handle { harness.attach(nextID, handle) }
                 } else {
                     log.append("add\(sequential ? " sequence" : "") \(description)")
+                    var admitted: [(member: ModelMember, handle: QueueStateMachine<ModelMember>.Handle)] = []
                     harness.transition { machine, actions in
-                        _ = machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
+                        admitted = machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
                     }
+                    for (member, handle) in admitted { harness.attach(member.id, handle) }
                 }
             case 30..<45:
                 // A member ends by itself: an executing one finishes, fails or is

@@ -12,7 +12,7 @@ struct UnitStateTests {
     private func startedState(_ work: AsyncTask.Work = .callback { _ in }) -> UnitState {
         var state = UnitState(work: work)
         let claimed = state.claim()
-        let attached = state.attach(owner: core)
+        let attached = state.attach(owner: Owner(queue: core, handle: .init(slot: 0, ticket: 1)))
         let started = state.launch()
         #expect(claimed && attached == nil && started)
         return state
@@ -57,7 +57,7 @@ struct UnitStateTests {
         _ = state.claim()
         let ending = state.end(.cancelled)
         #expect(ending?.owner == nil, "no queue held it yet")
-        let outcome = state.attach(owner: core)
+        let outcome = state.attach(owner: Owner(queue: core, handle: .init(slot: 0, ticket: 1)))
         #expect(outcome?.kind == .cancelled, "the queue that admitted it is told by the caller")
     }
 
@@ -69,7 +69,7 @@ struct UnitStateTests {
         let work = state.takeWork(taskID: { 1 })
         let attachedAfterTheEnd = state.attach(task)
         #expect(attached)
-        #expect(ending?.owner === core)
+        #expect(ending?.owner?.queue === core)
         #expect(ending?.task != nil, "the attached Task is cancelled with the unit")
         #expect(ending?.parkedBody == nil)
         #expect(work == nil)
