@@ -129,9 +129,9 @@ private let scalingShapes: [Shape] = [
         }
     },
     Shape(name: "randomPrioritiesLimit4") { units in
-        var random = BenchRandom(seed: 42)
+        // The same pseudo-random mix every run: a multiplicative hash of the index.
         let priorities: [TaskPriority] = [.background, .low, .medium, .high]
-        let chosen = (0..<units).map { _ in priorities[Int(random.next() % 4)] }
+        let chosen = (0..<units).map { priorities[Int((UInt64($0) &* 0x9E37_79B9_7F4A_7C15) >> 62)] }
         return pendingThenRun(units: units, limit: 4) { queue, index in
             queue.add(timeout: nil, priority: chosen[index], noop)
         }
@@ -209,20 +209,3 @@ private let scalingShapes: [Shape] = [
         return result
     },
 ]
-
-/// A small seeded generator (SplitMix64), so every run measures the same shapes.
-struct BenchRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

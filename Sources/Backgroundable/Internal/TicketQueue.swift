@@ -39,9 +39,6 @@ struct TicketQueue {
         entries = entries[head...].filter(isLive)
         head = 0
     }
-
-    /// Every entry, oldest first.
-    var all: ArraySlice<Entry> { entries[head...] }
 }
 
 /// A binary min-heap of deadlines, with entries that may go stale like
@@ -55,7 +52,6 @@ struct DeadlineHeap {
 
     private(set) var entries: [Entry] = []
 
-    var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
     var first: Entry? { entries.first }
 
