@@ -591,14 +591,15 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Drops stale queue and heap entries once they outnumber the live ones, so memory
     /// follows the live members, not the members ever added.
     private mutating func compactIfMostlyStale() {
-        let records = self.records
         if deadlines.count > 64 + 2 * timedCount {
+            let records = self.records
             deadlines.compact { Self.isExecuting($0, in: records) }
         }
         if ready.count > 0 {
             var total = 0
             for level in ready { total += level.queue.count }
             if total > 64 + 2 * readyCount {
+                let records = self.records
                 for index in ready.indices {
                     ready[index].queue.compact { Self.isReady($0, in: records) }
                 }
