@@ -237,7 +237,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// The queues that keep the deadlines of operations no ``BackgroundOperationQueue``
     /// tracks: no busy periods, no background time, only the rules of timeouts.
-    private static let deadlineKeeper = QueueStorage<Operation>(
+    private static let deadlineKeeper = BridgeStorage(
         label: "Backgroundable.deadlines", limit: .max, provider: NoopBackgroundTaskProvider(),
         expirationPolicy: .keepRunning, reportsBusyPeriods: false)
 
@@ -292,7 +292,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// reports it. Costs no allocation (the queue's hot path). Returns `false`, and
     /// registers nothing, when the operation has already reported `isFinished`: the
     /// caller then does its bookkeeping itself.
-    func track(by queue: QueueStorage<Operation>, handle: QueueStorage<Operation>.Machine.Handle) -> Bool {
+    func track(by queue: BridgeStorage, handle: BridgeStorage.Machine.Handle) -> Bool {
         bridge.withLock { state in
             guard !state.reportsFinished, state.tracking == nil else { return false }
             state.tracking = Tracking(queue: queue, handle: handle)
@@ -404,8 +404,8 @@ private struct BridgeState {
 /// The queue that tracks an operation (its ``BackgroundOperationQueue``, or the shared
 /// deadline keeper), and the operation's handle there.
 private struct Tracking {
-    let queue: QueueStorage<Operation>
-    let handle: QueueStorage<Operation>.Machine.Handle
+    let queue: BridgeStorage
+    let handle: BridgeStorage.Machine.Handle
 }
 
 /// The 1.x name of ``UniquenessPolicy``.

@@ -50,7 +50,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// The queue's rules — deduplication, busy periods, background time, counted
     /// suspension — are those of every ``BackgroundQueue``: the same state machine, in
     /// which Foundation starts the members (they are *external*).
-    let storage: QueueStorage<Operation>
+    let storage: BridgeStorage
     private let delegateBox = Lock(WeakOperationQueueDelegate())
 
     /// Creates a queue.
@@ -204,6 +204,9 @@ extension OperationQueue {
     /// platform's default ``BackgroundTaskProvider``.
     public static let background = BackgroundOperationQueue(name: "Backgroundable.background")
 }
+
+/// The storage of the bridge's queues: its members are all added under the lock.
+typealias BridgeStorage = QueueStorage<Operation, NoInbox<Operation>>
 
 extension Operation: QueueMember {
     /// Foundation starts the bridge's members.

@@ -7,9 +7,13 @@ import Synchronization
 /// ## Concurrency contract
 /// `BackgroundQueue` is an actor, but every member is `nonisolated` and synchronous
 /// unless it waits for something: the queue's state lives behind a lock, so adding a
-/// unit costs a lock and a few pointer writes — no actor hop, no `Task`, nothing that
-/// suspends. That is what lets plain (non-async) code keep FIFO order: units added one
-/// after another from one thread start in that order (see ``add(_:)-(AsyncTask)``).
+/// unit costs at most a lock and a few pointer writes — no actor hop, no `Task`,
+/// nothing that suspends. While a drainer task is at work, adding a unit with no
+/// `drop` / `replace` name does not even take the lock: it is pushed with one atomic
+/// compare-and-swap, and the queue's next transition admits it (every read, such as
+/// ``enqueuedCount``, admits first, so a caller always sees its own adds). That is what
+/// lets plain (non-async) code keep FIFO order: units added one after another from one
+/// thread start in that order (see ``add(_:)-(AsyncTask)``).
 ///
 /// A unit added to a queue with nothing running gets its wrapping `Task` from the
 /// adding thread at once (as `Task.detached` would). Otherwise a drainer task moves
@@ -267,35 +271,36 @@ private struct WeakDelegate {
 }
 
 /// The storage of a ``BackgroundQueue``.
-typealias QueueCore = QueueStorage<AsyncTask>
+typealias QueueCore = QueueStorage<AsyncTask, UnitInbox>
 
-extension QueueStorage where Member == AsyncTask {
+extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// Adds one unit: claims it (a unit belongs to one queue for its whole life), then
-    /// applies the rules in one transition.
+    /// pushes it onto the inbox, or applies the rules in one transition.
+    ///
+    /// A unit whose add may be refused or may replace others (a name with the `drop`
+    /// or `replace` policy) is admitted before this returns. Any other unit is pushed
+    /// onto the inbox: the transition that admits it runs here when no drainer is
+    /// scheduled, otherwise the drainer's next round admits it (see ``UnitInbox``).
     func add(_ unit: AsyncTask) {
-        guard unit.state.withLock({ $0.claim() }) else { return }
-        let admission = unit.admission
-        if let handle = transition({ machine, actions in machine.add(admission, actions: &actions) }) {
-            attachOwner(unit, handle)
+        guard unit.state.withLock({ $0.claim(by: self) }) else { return }
+        if unit.name != nil, unit.uniquenessPolicy != .ignore {
+            let admission = unit.admission
+            if let handle = transition({ machine, actions in machine.add(admission, actions: &actions) }) {
+                unit.attach(handle, ended: memberEnded)
+            }
+        } else if inbox.push(unit) {
+            transition { _, _ in }
         }
     }
 
     /// Adds units in order, each after the previous one when `sequential`. The
     /// caller's sequence is iterated here, before the lock: its code never runs under it.
     func add(_ units: some Sequence<AsyncTask>, sequential: Bool) {
-        let admissions = units.filter { unit in unit.state.withLock { $0.claim() } }.map(\.admission)
+        let admissions = units.filter { unit in unit.state.withLock { $0.claim(by: self) } }.map(\.admission)
         guard !admissions.isEmpty else { return }
         let admitted = transition { machine, actions in
             machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
         }
-        for (unit, handle) in admitted { attachOwner(unit, handle) }
-    }
-
-    /// From now on the unit tells the queue when it ends; if it already has (it was
-    /// cancelled while being added, or it ran to its end already), the queue is told here.
-    private func attachOwner(_ unit: AsyncTask, _ handle: Machine.Handle) {
-        if let outcome = unit.state.withLock({ $0.attach(owner: Owner(queue: self, handle: handle)) }) {
-            memberEnded(handle, outcome)
-        }
+        for (unit, handle) in admitted { unit.attach(handle, ended: memberEnded) }
     }
 }

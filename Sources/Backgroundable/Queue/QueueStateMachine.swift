@@ -136,7 +136,8 @@ struct QueueStateMachine<Member: AnyObject> {
 
     private(set) var enqueuedCount = 0
     private(set) var executingCount = 0
-    private var drainerScheduled = false
+    /// A drainer task was asked for and has not stopped yet.
+    private(set) var isDrainerScheduled = false
     private var sleeper: (deadline: Int64, generation: UInt64)?
     private var sleeperGenerations: UInt64 = 0
 
@@ -166,7 +167,7 @@ struct QueueStateMachine<Member: AnyObject> {
         guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
         let handle = handle(of: slot)
         link(slot, behind: -1, actions: &actions)
-        startReady(inline: executingCount == 0 && !drainerScheduled ? 1 : 0, actions: &actions)
+        startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
         return handle
     }
 
@@ -375,8 +376,8 @@ struct QueueStateMachine<Member: AnyObject> {
             start(slot, actions: &actions)
             started += 1
         }
-        if !drainerScheduled, mayStart, hasReady() {
-            drainerScheduled = true
+        if !isDrainerScheduled, mayStart, hasReady() {
+            isDrainerScheduled = true
             actions.append(.spawnDrainer)
         }
         // Members that expired as they would start may have been the last ones.
@@ -391,7 +392,7 @@ struct QueueStateMachine<Member: AnyObject> {
             start(slot, actions: &actions)
             started += 1
         }
-        if started == 0 { drainerScheduled = false }
+        if started == 0 { isDrainerScheduled = false }
         _ = becomeIdleIfDone(actions: &actions)
         return started > 0
     }

@@ -27,7 +27,7 @@ protocol QueueFront: AnyObject, Sendable {
 ///
 /// Nothing but the machine's transitions and plain reads run under the lock: members,
 /// providers, delegates, continuations and listeners are called only after it.
-final class QueueStorage<Member: QueueMember>: Sendable {
+final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     typealias Machine = QueueStateMachine<Member>
 
     private struct Locked {
@@ -45,6 +45,8 @@ final class QueueStorage<Member: QueueMember>: Sendable {
     let provider: any BackgroundTaskProvider
     let expirationPolicy: BackgroundQueue.ExpirationPolicy
     private let state: Lock<Locked>
+    /// Members pushed without the lock; every transition admits them first.
+    let inbox = Inbox()
     /// Told about busy periods. Written once, before the storage is shared.
     nonisolated(unsafe) weak var front: (any QueueFront)?
 
@@ -65,15 +67,60 @@ final class QueueStorage<Member: QueueMember>: Sendable {
     /// Runs one transition under the lock, then performs the actions it returned.
     @discardableResult
     func transition<Result>(_ body: (inout Machine, inout [Machine.Action]) -> Result) -> Result {
+        withLocked { locked, actions in body(&locked.machine, &actions) }
+    }
+
+    /// Reads the machine under the lock (after admitting what the inbox holds, so a
+    /// caller sees its own adds).
+    func read<Result>(_ body: (borrowing Machine) -> Result) -> Result {
+        transition { machine, _ in body(machine) }
+    }
+
+    /// The one way into the locked state: admits the inbox's members (in the order they
+    /// were pushed, before the event, so they keep their place), runs `body`, mirrors
+    /// the drainer role into the inbox, then — after unlocking — performs the actions
+    /// and tells the admitted members their handles.
+    private func withLocked<Result>(
+        _ body: (inout Locked, inout [Machine.Action]) -> Result
+    ) -> Result {
         var actions: [Machine.Action] = []
-        let result = state.withLock { body(&$0.machine, &actions) }
-        if !actions.isEmpty { perform(actions) }
+        var admitted: [(member: Member, handle: Machine.Handle)] = []
+        let result = state.withLock { locked in
+            run(body, on: &locked, &actions, &admitted)
+        }
+        performAfterUnlocking(actions, admitted)
         return result
     }
 
-    /// Reads the machine under the lock.
-    func read<Result>(_ body: (borrowing Machine) -> Result) -> Result {
-        state.withLock { body($0.machine) }
+    private func run<Result>(
+        _ body: (inout Locked, inout [Machine.Action]) -> Result, on locked: inout Locked,
+        _ actions: inout [Machine.Action], _ admitted: inout [(member: Member, handle: Machine.Handle)]
+    ) -> sending Result {
+        admitInbox(&locked.machine, &actions, &admitted)
+        let result = body(&locked, &actions)
+        while !inbox.mirror(drainerScheduled: locked.machine.isDrainerScheduled) {
+            admitInbox(&locked.machine, &actions, &admitted)
+        }
+        return result
+    }
+
+    private func performAfterUnlocking(
+        _ actions: [Machine.Action], _ admitted: [(member: Member, handle: Machine.Handle)]
+    ) {
+        if !actions.isEmpty { perform(actions) }
+        for (member, handle) in admitted { inbox.admitted(member, handle, ended: memberEnded) }
+    }
+
+    /// Under the lock: adds what was pushed, as a run of single adds.
+    private func admitInbox(
+        _ machine: inout Machine, _ actions: inout [Machine.Action],
+        _ admitted: inout [(member: Member, handle: Machine.Handle)]
+    ) {
+        for admission in inbox.takeAll() {
+            if let handle = machine.add(admission, actions: &actions) {
+                admitted.append((admission.member, handle))
+            }
+        }
     }
 
     /// A member reached its outcome: the queue forgets it. Once per admitted member
@@ -86,7 +133,7 @@ final class QueueStorage<Member: QueueMember>: Sendable {
     /// A member reached its outcome but its front end still holds it; see
     /// ``QueueStateMachine/memberStopped(_:)``.
     func memberStopped(_ handle: Machine.Handle) {
-        state.withLock { $0.machine.memberStopped(handle) }
+        transition { machine, _ in machine.memberStopped(handle) }
     }
 
     // MARK: Performing actions
@@ -210,7 +257,7 @@ final class QueueStorage<Member: QueueMember>: Sendable {
         // Resumed exactly once: here, when the queue already is idle, or by the single
         // `.idle` delivery whose period covers it.
         await withContinuation { (continuation: Continuation<Void>) in
-            if !state.withLock({ $0.machine.waitUntilIdle(continuation) }) {
+            if !transition({ machine, _ in machine.waitUntilIdle(continuation) }) {
                 continuation.resume()
             }
         }
@@ -219,7 +266,7 @@ final class QueueStorage<Member: QueueMember>: Sendable {
     /// A new listener of the queue's events, from now on, in order.
     func makeEventStream() -> AsyncStream<BackgroundQueue.Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: BackgroundQueue.Event.self)
-        let id = state.withLock { locked -> UInt64? in
+        let id = withLocked { locked, _ -> UInt64? in
             guard !(locked.machine.isClosed && !locked.machine.isBusy) else { return nil }
             locked.listenerIDs += 1
             locked.listeners[locked.listenerIDs] = continuation

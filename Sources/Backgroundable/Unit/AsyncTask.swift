@@ -70,6 +70,10 @@ public final class AsyncTask: Sendable {
     /// `Optional` of the resilient `TaskPriority` is read through runtime calls, and the
     /// queue reads the priority of every unit it links.
     let priorityRawValue: UInt8
+    /// The unit pushed before this one onto its queue's ``UnitInbox`` (an unmanaged
+    /// reference's bits; 0 for none). Written by the pusher before the push publishes
+    /// the unit, read by the one transition that takes it out: never concurrently.
+    nonisolated(unsafe) var inboxNext: UInt = 0
 
     /// The one initializer. Takes the priority as ``priorityRawValue``: callers convert
     /// the public `TaskPriority?` once, where it arrives (every copy of that resilient
@@ -273,6 +277,15 @@ public final class AsyncTask: Sendable {
             timeout: hasTimeout ? timeoutNanoseconds : nil)
     }
 
+    /// Its queue admitted it as `handle`: from now on the unit tells the queue when it
+    /// ends. If it already has (it was cancelled while being added, or it ran to its end
+    /// already), `ended` tells the queue here.
+    func attach(_ handle: QueueCore.Machine.Handle, ended: (QueueCore.Machine.Handle, Outcome) -> Void) {
+        if let outcome = state.withLock({ $0.attach(handle) }) {
+            ended(handle, outcome)
+        }
+    }
+
     /// Creates the wrapping `Task` of a unit that has just moved to `launching`. The
     /// `Task` takes the work from the unit's state when it runs.
     func launchTask() {
@@ -363,7 +376,16 @@ extension UnitState.Ending {
     /// the unit first (so waiters see its slot free), then the `Task` is cancelled, the
     /// parked body and the waiters are resumed, and `onTimeout` runs.
     func perform(for unit: AsyncTask) {
-        if let owner { owner.queue.memberEnded(owner.handle, outcome) }
+        if let owner {
+            if let handle = owner.handle {
+                owner.queue.memberEnded(handle, outcome)
+            } else {
+                // Claimed but not admitted yet (it waits in the queue's inbox, or its
+                // batch is being added): a transition admits it now, and the admission
+                // reports this end; the queue never holds a unit that ended before.
+                owner.queue.transition { _, _ in }
+            }
+        }
         task?.cancel()
         parkedBody?.resume()
         for waiter in waiters {

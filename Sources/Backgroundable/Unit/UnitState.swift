@@ -61,8 +61,8 @@ struct UnitState {
     }
 
     var waiters: [Waiter] = []
-    /// The queue that holds the unit, told once when it ends. Set after the queue
-    /// admitted it (``attach(owner:)``).
+    /// The queue that claimed the unit, told once when it ends; its handle is set once
+    /// the queue admitted the unit (``attach(_:)-(Handle)``).
     var owner: Owner?
     var phase: Phase
 
@@ -90,19 +90,20 @@ struct UnitState {
 
     /// created → enqueued, for the queue the unit is being added to. `false` when it
     /// was already added, has ended, or runs only through its front end.
-    mutating func claim() -> Bool {
+    mutating func claim(by queue: QueueCore) -> Bool {
         guard case .created(let work) = phase else { return false }
         if case .external = work { return false }
         phase = .enqueued(work)
+        owner = Owner(queue: queue, handle: nil)
         return true
     }
 
-    /// The queue that claimed the unit admitted it: it is told when the unit ends.
-    /// Returns the outcome instead when the unit has already ended (the queue must
-    /// then be told by the caller).
-    mutating func attach(owner: Owner) -> AsyncTask.Outcome? {
+    /// The queue that claimed the unit admitted it as `handle`: it is told when the
+    /// unit ends. Returns the outcome instead when the unit has already ended (the
+    /// queue must then be told by the caller).
+    mutating func attach(_ handle: QueueCore.Machine.Handle) -> AsyncTask.Outcome? {
         if let outcome { return outcome }
-        self.owner = owner
+        owner?.handle = handle
         return nil
     }
 
@@ -215,10 +216,11 @@ struct UnitState {
     }
 }
 
-/// The queue holding a unit, and the unit's handle in it.
+/// The queue holding a unit, and the unit's handle in it (`nil` until the queue has
+/// admitted the unit: it may still wait in the queue's inbox).
 struct Owner: Sendable {
     let queue: QueueCore
-    let handle: QueueCore.Machine.Handle
+    var handle: QueueCore.Machine.Handle?
 }
 
 /// A front end that must hear when its unit ends (the Operation bridge): held strongly

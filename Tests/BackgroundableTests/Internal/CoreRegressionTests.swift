@@ -164,7 +164,7 @@ struct CoreRegressionTests {
     // 5. `finish()` on a unit its queue started but whose work has not run cancels it.
     @Test func finishWhileLaunchingCancelsAndTheWorkNeverRuns() {
         var state = UnitState(work: .callback { _ in Issue.record("the work ran") })
-        let claimed = state.claim()
+        let claimed = state.claim(by: BackgroundQueue().core)
         let launched = state.launch()
         #expect(claimed && launched && !state.isExecuting)
         let ending = state.finish()

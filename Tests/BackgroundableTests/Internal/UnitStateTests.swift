@@ -11,8 +11,8 @@ struct UnitStateTests {
 
     private func startedState(_ work: AsyncTask.Work = .callback { _ in }) -> UnitState {
         var state = UnitState(work: work)
-        let claimed = state.claim()
-        let attached = state.attach(owner: Owner(queue: core, handle: .init(slot: 0, ticket: 1)))
+        let claimed = state.claim(by: core)
+        let attached = state.attach(.init(slot: 0, ticket: 1))
         let started = state.launch()
         #expect(claimed && attached == nil && started)
         return state
@@ -38,12 +38,12 @@ struct UnitStateTests {
 
     @Test func aUnitIsClaimedByOneQueueOnlyAndExternalWorkByNone() {
         var state = UnitState(work: .callback { _ in })
-        let first = state.claim()
-        let second = state.claim()
+        let first = state.claim(by: core)
+        let second = state.claim(by: core)
         #expect(first)
         #expect(!second, "a unit belongs to one queue")
         var external = UnitState(work: .external)
-        let claimed = external.claim()
+        let claimed = external.claim(by: core)
         let byOthers = external.startHere(byItsFrontEnd: false)
         let byItsFrontEnd = external.startHere(byItsFrontEnd: true)
         #expect(!claimed, "an AsyncOperation's unit runs only through its operation")
@@ -54,10 +54,10 @@ struct UnitStateTests {
 
     @Test func aUnitThatEndedBeforeItsOwnerAttachedHandsBackItsOutcome() {
         var state = UnitState(work: .callback { _ in })
-        _ = state.claim()
+        _ = state.claim(by: core)
         let ending = state.end(.cancelled)
-        #expect(ending?.owner == nil, "no queue held it yet")
-        let outcome = state.attach(owner: Owner(queue: core, handle: .init(slot: 0, ticket: 1)))
+        #expect(ending?.owner?.handle == nil, "no queue admitted it yet")
+        let outcome = state.attach(.init(slot: 0, ticket: 1))
         #expect(outcome?.kind == .cancelled, "the queue that admitted it is told by the caller")
     }
 
