@@ -260,6 +260,19 @@ struct BackgroundTimeTests {
         #expect(provider.log.count == 2)
     }
 
+    @Test func anAssertionDroppedWithoutEndEndsItself() {
+        let provider = RecordingBackgroundTaskProvider()
+        do {
+            let assertion = BackgroundTimeAssertion.begin(named: "dropped", provider: provider)
+            #expect(assertion.isHeld && provider.activeIdentifiers.count == 1)
+        }
+        #expect(provider.activeIdentifiers.isEmpty)
+        #expect(provider.unbalancedEndCount == 0)
+        // Its expiration handler outlives it and does nothing.
+        provider.expireAll()
+        #expect(provider.log.count == 2)
+    }
+
     @Test func noopProviderKeepsCounts() async {
         let provider = NoopBackgroundTaskProvider()
         let queue = BackgroundQueue(backgroundTaskProvider: provider)

@@ -10,27 +10,12 @@ import Synchronization
 ///
 /// All members are thread-safe. ``end()`` is idempotent. An expiration that races
 /// with ``end()`` is resolved under a lock: exactly one of them ends the assertion,
-/// and `onExpiration` runs only if the expiration won.
+/// and `onExpiration` runs only if the expiration won. An assertion released without
+/// ``end()`` ends itself as it is deinitialized: it never leaks the system's assertion.
 public final class BackgroundTimeAssertion: Sendable {
-    private enum State {
-        /// `beginBackgroundTask` has not returned yet.
-        case beginning(endRequested: Bool, expired: Bool)
-        case held(BackgroundTaskIdentifier?)
-        case ended
-        case expired
-    }
-
     /// The name the assertion was begun with.
     public let name: String
-    private let provider: any BackgroundTaskProvider
-    private let onExpiration: @Sendable () -> Void
-    private let state = Lock(State.beginning(endRequested: false, expired: false))
-
-    private init(name: String, provider: any BackgroundTaskProvider, onExpiration: @escaping @Sendable () -> Void) {
-        self.name = name
-        self.provider = provider
-        self.onExpiration = onExpiration
-    }
+    private let time: HeldBackgroundTime
 
     /// Begins an assertion.
     ///
@@ -44,11 +29,60 @@ public final class BackgroundTimeAssertion: Sendable {
         provider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
         onExpiration: @escaping @Sendable () -> Void = {}
     ) -> BackgroundTimeAssertion {
-        let assertion = BackgroundTimeAssertion(name: name, provider: provider, onExpiration: onExpiration)
-        let identifier = provider.beginBackgroundTask(named: name) { [weak assertion] in
-            assertion?.expire()
-        }
-        let outcome = assertion.state.withLock { state -> (end: Bool, expired: Bool) in
+        BackgroundTimeAssertion(name: name, time: .begin(named: name, provider: provider, onExpiration: onExpiration))
+    }
+
+    private init(name: String, time: HeldBackgroundTime) {
+        self.name = name
+        self.time = time
+    }
+
+    /// An assertion dropped without ``end()`` ends itself: the system's assertion never
+    /// outlives the object that stands for it.
+    deinit {
+        time.end()
+    }
+
+    /// `true` until the assertion ended or expired.
+    public var isHeld: Bool { time.isHeld }
+
+    /// Ends the assertion. Idempotent; does nothing after it expired.
+    public func end() {
+        time.end()
+    }
+}
+
+/// The state of one begun assertion, shared by its owner (a ``BackgroundTimeAssertion``,
+/// or a queue for its busy period) and the provider's expiration handler, which holds
+/// it strongly: the owner can be released (and end it) while the provider still holds
+/// the handler, and no weak reference is needed.
+final class HeldBackgroundTime: Sendable {
+    private enum State {
+        /// `beginBackgroundTask` has not returned yet.
+        case beginning(endRequested: Bool, expired: Bool)
+        case held(BackgroundTaskIdentifier?)
+        case ended
+        case expired
+    }
+
+    private let provider: any BackgroundTaskProvider
+    private let onExpiration: @Sendable () -> Void
+    private let state = Lock(State.beginning(endRequested: false, expired: false))
+
+    private init(provider: any BackgroundTaskProvider, onExpiration: @escaping @Sendable () -> Void) {
+        self.provider = provider
+        self.onExpiration = onExpiration
+    }
+
+    /// Asks `provider` for background time; see ``BackgroundTimeAssertion/begin(named:provider:onExpiration:)``.
+    static func begin(
+        named name: String,
+        provider: any BackgroundTaskProvider,
+        onExpiration: @escaping @Sendable () -> Void
+    ) -> HeldBackgroundTime {
+        let time = HeldBackgroundTime(provider: provider, onExpiration: onExpiration)
+        let identifier = provider.beginBackgroundTask(named: name) { time.expire() }
+        let outcome = time.state.withLock { state -> (end: Bool, expired: Bool) in
             guard case .beginning(let endRequested, let expired) = state else { return (false, false) }
             state = endRequested ? .ended : expired ? .expired : .held(identifier)
             return (endRequested || expired, expired)
@@ -59,11 +93,11 @@ public final class BackgroundTimeAssertion: Sendable {
         if outcome.expired {
             onExpiration()
         }
-        return assertion
+        return time
     }
 
-    /// `true` until the assertion ended or expired.
-    public var isHeld: Bool {
+    /// `true` until it ended or expired.
+    var isHeld: Bool {
         state.withLock {
             switch $0 {
             case .beginning(let endRequested, let expired): !endRequested && !expired
@@ -73,8 +107,8 @@ public final class BackgroundTimeAssertion: Sendable {
         }
     }
 
-    /// Ends the assertion. Idempotent; does nothing after it expired.
-    public func end() {
+    /// Ends it. Idempotent; does nothing after it expired.
+    func end() {
         let identifier = state.withLock { state -> BackgroundTaskIdentifier? in
             switch state {
             case .beginning(_, let expired):
@@ -92,7 +126,7 @@ public final class BackgroundTimeAssertion: Sendable {
         }
     }
 
-    /// The provider's expiration handler: ends the assertion right here, then runs
+    /// The provider's expiration handler: ends it right here, then runs
     /// `onExpiration` — unless ``end()`` came first.
     private func expire() {
         let (identifier, notify) = state.withLock { state -> (BackgroundTaskIdentifier?, Bool) in

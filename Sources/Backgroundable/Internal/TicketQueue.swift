@@ -34,6 +34,12 @@ struct TicketQueue {
         }
     }
 
+    /// Drops every entry; keeps a small buffer for the next ones.
+    mutating func removeAll() {
+        entries.removeAll(keepingCapacity: entries.capacity <= 4096)
+        head = 0
+    }
+
     /// Keeps only the entries `isLive` accepts, in order.
     mutating func compact(_ isLive: (Entry) -> Bool) {
         entries = entries[head...].filter(isLive)

@@ -277,19 +277,22 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// Adds one unit: claims it (a unit belongs to one queue for its whole life), then
     /// pushes it onto the inbox, or applies the rules in one transition.
     ///
-    /// A unit whose add may be refused or may replace others (a name with the `drop`
-    /// or `replace` policy) is admitted before this returns. Any other unit is pushed
-    /// onto the inbox: the transition that admits it runs here when no drainer is
-    /// scheduled, otherwise the drainer's next round admits it (see ``UnitInbox``).
+    /// While a drainer is scheduled, a unit whose add can neither be refused nor replace
+    /// others (no `drop` / `replace` name) is pushed onto the inbox, and the drainer's
+    /// next round admits it (see ``UnitInbox``). Otherwise the unit is admitted here,
+    /// in one transition, after whatever the inbox holds: its outcome is decided before
+    /// this returns.
     func add(_ unit: AsyncTask) {
         guard unit.state.withLock({ $0.claim(by: self) }) else { return }
-        if unit.name != nil, unit.uniquenessPolicy != .ignore {
-            let admission = unit.admission
-            if let handle = transition({ machine, actions in machine.add(admission, actions: &actions) }) {
-                unit.attach(handle, ended: memberEnded)
-            }
-        } else if inbox.push(unit) {
-            transition { _, _ in }
+        if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
+            // The drainer may have stopped since: then the push says so, and this
+            // transition admits the unit.
+            if inbox.push(unit) { transition { _, _ in } }
+            return
+        }
+        let admission = unit.admission
+        if let handle = transition({ machine, actions in machine.add(admission, actions: &actions) }) {
+            unit.attach(handle, ended: memberEnded)
         }
     }
 

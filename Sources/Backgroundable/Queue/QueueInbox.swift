@@ -44,6 +44,7 @@ struct NoInbox<Member: QueueMember>: QueueInbox {
 /// - A push that finds the flag set leaves the unit to the drainer: every round of the
 ///   drainer is a transition, and every transition admits what was pushed, first.
 /// - A push that finds it clear returns `true`: its caller runs a transition at once.
+///   (Adders look at the flag first, and with it clear add under the lock directly.)
 /// - The flag is cleared only by a compare-and-swap that expects an empty stack, under
 ///   the lock. A push lands either before it (the swap fails, and the units are
 ///   admitted right there) or after it (the push sees the flag clear). Stack and flag
@@ -64,6 +65,12 @@ final class UnitInbox: QueueInbox {
         // A storage is released only once no pusher or drainer holds it, so the stack
         // is empty; this only balances the retains if that ever changed.
         _ = takeAll()
+    }
+
+    /// Whether a drainer is scheduled (a relaxed read: a hint for choosing the path; the
+    /// push itself says whether it was right).
+    var isDrainerScheduled: Bool {
+        word.load(ordering: .relaxed) & 1 == 1
     }
 
     /// Pushes a claimed unit. `true` when no drainer is scheduled: the caller must run

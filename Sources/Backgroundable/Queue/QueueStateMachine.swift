@@ -149,6 +149,9 @@ struct QueueStateMachine<Member: AnyObject> {
     private var idleDeliveredThrough: UInt64 = 0
     private var idleWaiters: [(period: UInt64, waiter: Continuation<Void>)] = []
     private var outbox: [Delivery] = []
+    /// The deliverer's batch buffer between two deliveries, kept so that posting and
+    /// delivering allocate nothing once the queue has run.
+    private var spareOutbox: [Delivery] = []
     private var isDelivering = false
 
     init(limit: Int, reportsBusyPeriods: Bool = true, now: @escaping @Sendable () -> Int64) {
@@ -339,31 +342,29 @@ struct QueueStateMachine<Member: AnyObject> {
         backgroundTimeHeld && suspensions == 0 && executingCount < limit
     }
 
-    /// The next member to start, taken out of its ready queue.
+    /// The next member to start, taken out of its ready queue (it still counts as ready
+    /// until ``start(_:actions:)`` moves it on). Empty levels stay (with
+    /// their buffers) for the next members of their priority: there are at most as many
+    /// as distinct priorities in use, and an idle queue drops them if there are many.
     private mutating func popReady() -> Int32? {
-        let index = 0
-        while index < ready.count {
+        guard readyCount > 0 else { return nil }
+        for index in ready.indices {
             while let entry = ready[index].queue.first {
                 ready[index].queue.removeFirst()
-                if isReady(entry) {
-                    readyCount -= 1
-                    return entry.slot
-                }
+                if isReady(entry) { return entry.slot }
             }
-            ready.remove(at: index)
         }
         return nil
     }
 
     /// Whether a ready member is waiting (drops the stale entries in front of it).
     private mutating func hasReady() -> Bool {
-        let index = 0
-        while index < ready.count {
+        guard readyCount > 0 else { return false }
+        for index in ready.indices {
             while let entry = ready[index].queue.first {
                 if isReady(entry) { return true }
                 ready[index].queue.removeFirst()
             }
-            ready.remove(at: index)
         }
         return false
     }
@@ -409,6 +410,7 @@ struct QueueStateMachine<Member: AnyObject> {
             return
         }
         enqueuedCount -= 1
+        readyCount -= 1
         executingCount += 1
         records[Int(slot)].place = .executing
         armDeadline(slot, actions: &actions)
@@ -663,7 +665,11 @@ struct QueueStateMachine<Member: AnyObject> {
             records = []
             freeSlots = []
         }
-        ready = []
+        if ready.count > 8 {
+            ready = []
+        } else {
+            for index in ready.indices { ready[index].queue.removeAll() }
+        }
         readyCount = 0
         deadlines.removeAll()
         names = [:]
@@ -705,15 +711,19 @@ struct QueueStateMachine<Member: AnyObject> {
         if isObserved { post(.event(event()), actions: &actions) }
     }
 
-    /// The deliveries posted so far, for the deliverer; `nil` when there are none left
-    /// (the caller stops delivering).
-    mutating func takeDeliveries() -> [Delivery]? {
+    /// Swaps the deliveries posted so far into `batch` (whose previous, delivered
+    /// contents are dropped), for the deliverer; `false` when there are none left (the
+    /// caller stops delivering). The two buffers are reused, not reallocated.
+    mutating func takeDeliveries(into batch: inout [Delivery]) -> Bool {
+        batch.removeAll(keepingCapacity: true)
         guard !outbox.isEmpty else {
             isDelivering = false
-            return nil
+            if batch.capacity <= 64 { swap(&batch, &spareOutbox) }
+            return false
         }
-        defer { outbox = [] }
-        return outbox
+        if batch.capacity == 0 { swap(&batch, &spareOutbox) }
+        swap(&outbox, &batch)
+        return true
     }
 
     /// Registers someone waiting for the queue to be idle. `false` when it already is
@@ -741,6 +751,17 @@ struct QueueStateMachine<Member: AnyObject> {
     /// The live members (ending ones excluded), in admission order.
     func liveMembers() -> [Member] {
         records.filter { $0.member != nil && !$0.isEnding }.sorted { $0.ticket < $1.ticket }.map { $0.member! }
+    }
+
+    /// The internal counts that differ from what the records say (they steer starts and
+    /// compaction), or `nil`: for the model-based test.
+    var countDrift: String? {
+        let live = records.filter { $0.member != nil }
+        let counts = (
+            live: live.count, ready: live.filter { $0.place == .ready }.count,
+            timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count)
+        guard (liveCount, readyCount, timedCount) != counts else { return nil }
+        return "counts (live, ready, timed) are \((liveCount, readyCount, timedCount)), records say \(counts)"
     }
 
     /// Memory the machine holds, in entries: for tests that check nothing leaks.

@@ -38,7 +38,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var sleeper: (generation: UInt64, task: Task<Void, Never>)?
         /// The background time of the current busy period; only the deliverer and the
         /// expiration handler touch it.
-        var assertion: BackgroundTimeAssertion?
+        var backgroundTime: HeldBackgroundTime?
     }
 
     let label: String
@@ -196,26 +196,27 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// machine made the deliverer), so begin / end of background time, the delegate's
     /// calls and the events can never be reordered.
     private func deliver() {
+        var deliveries: [Machine.Delivery] = []
         while true {
-            let batch = state.withLock { locked -> ([Machine.Delivery], [AsyncStream<BackgroundQueue.Event>.Continuation])? in
-                guard let deliveries = locked.machine.takeDeliveries() else { return nil }
-                return (deliveries, Array(locked.listeners.values))
+            let listeners = state.withLock { locked -> [AsyncStream<BackgroundQueue.Event>.Continuation]? in
+                guard locked.machine.takeDeliveries(into: &deliveries) else { return nil }
+                return locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
             }
-            guard let (deliveries, listeners) = batch else { return }
+            guard let listeners else { return }
             for delivery in deliveries {
                 switch delivery {
                 case .busy(let period):
                     // Background time first, then the delegate and listeners; members
                     // of the period start only after all of them.
-                    let assertion = BackgroundTimeAssertion.begin(named: label, provider: provider) {
+                    let time = HeldBackgroundTime.begin(named: label, provider: provider) {
                         self.backgroundTimeExpired()
                     }
-                    state.withLock { $0.assertion = assertion }
+                    state.withLock { $0.backgroundTime = time }
                     front?.queueWillStartWork()
                     for listener in listeners { listener.yield(.busy) }
                     transition { machine, actions in machine.backgroundTimeBegun(period: period, actions: &actions) }
                 case .idle(let period):
-                    state.withLock { $0.assertion.take() }?.end()
+                    state.withLock { $0.backgroundTime.take() }?.end()
                     front?.queueDidFinishWork()
                     for listener in listeners { listener.yield(.idle) }
                     // Resumed exactly once: `idleDelivered` hands each waiter out once.

@@ -296,7 +296,8 @@ struct MachineHarness {
     }
 
     mutating func deliver() {
-        while let batch = machine.takeDeliveries() {
+        var batch: [QueueStateMachine<ModelMember>.Delivery] = []
+        while machine.takeDeliveries(into: &batch) {
             for delivery in batch {
                 switch delivery {
                 case .busy(let period):
@@ -347,6 +348,7 @@ struct MachineHarness {
         if executing != expectedExecuting {
             problems.append("executing \(executing.sorted()), expected \(expectedExecuting.sorted())")
         }
+        if let drift = machine.countDrift { problems.append(drift) }
         if machine.isBusy != !reference.units.isEmpty { problems.append("busy \(machine.isBusy)") }
         if machine.period != reference.periods { problems.append("period \(machine.period), expected \(reference.periods)") }
         if outcomes != reference.outcomes { problems.append("outcomes differ: \(outcomes) vs \(reference.outcomes)") }
