@@ -1,5 +1,6 @@
 import Backgroundable
 import Dispatch
+import Foundation
 import Synchronization
 
 // Latency of one unit on an idle queue, and cost per unit as the number of live units
@@ -53,6 +54,11 @@ private func medianLatency(
         ran.wait()
         samples.append(latency.load(ordering: .relaxed))
         between()
+        // "Now and then": the machine settles before the next unit, as it does between
+        // an app's occasional adds. Without the pause each sample depends on whether the
+        // other core's worker thread (or virtual CPU) has parked yet — the noise of the
+        // previous unit's tail, not the cost of this one.
+        usleep(200)
     }
     samples.sort()
     return Double(samples[samples.count / 2])

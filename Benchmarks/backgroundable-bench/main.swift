@@ -4,7 +4,7 @@ import Foundation
 // DispatchQueue, OperationQueue and bare Task, in one run. Timed with DispatchTime.
 //
 //   swift run -c release backgroundable-bench [--quick] [--json] [--units N]
-//                                            [--repetitions N] [--filter SUBSTRING]
+//                                            [--repetitions N] [--filter SUBSTRING[,SUBSTRING...]]
 
 struct Options {
     var quick = false
@@ -24,7 +24,7 @@ struct Options {
             case "--repetitions": options.repetitions = iterator.next().flatMap(Int.init)
             case "--filter": options.filter = iterator.next()
             case "--help", "-h":
-                print("usage: backgroundable-bench [--quick] [--json] [--units N] [--repetitions N] [--filter SUBSTRING]")
+                print("usage: backgroundable-bench [--quick] [--json] [--units N] [--repetitions N] [--filter SUBSTRING[,SUBSTRING...]]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
@@ -43,7 +43,9 @@ let allOfThem =
     allScenarios(memoryUnits: memoryUnits) + latencyScenarios(count: options.quick ? 500 : 2_000)
     + scalingScenarios(small: 10_000, large: 160_000)
 let scenarios = allOfThem.filter { scenario in
-    options.filter.map { scenario.id.contains($0) } ?? true
+    options.filter.map { filter in
+        filter.split(separator: ",").contains { scenario.id.contains($0) }
+    } ?? true
 }
 
 /// A progress line on standard error: rewritten in place on a terminal, one line per

@@ -57,6 +57,48 @@ struct QueueStateMachine<Member: AnyObject> {
         case deliver
     }
 
+    /// The actions of one transition, in order. Most transitions have one or two: those
+    /// are kept inline, so a transition allocates nothing for them (this pays on the
+    /// idle queue's path, where each add and end is a few transitions).
+    struct Actions: Sequence, ExpressibleByArrayLiteral {
+        private var inline: (Action?, Action?) = (nil, nil)
+        private var more: [Action] = []
+
+        init() {}
+
+        init(arrayLiteral actions: Action...) {
+            for action in actions { append(action) }
+        }
+
+        var isEmpty: Bool { inline.0 == nil }
+
+        mutating func append(_ action: Action) {
+            if inline.0 == nil {
+                inline.0 = action
+            } else if inline.1 == nil {
+                inline.1 = action
+            } else {
+                more.append(action)
+            }
+        }
+
+        struct Iterator: IteratorProtocol {
+            fileprivate let actions: Actions
+            fileprivate var index = 0
+
+            mutating func next() -> Action? {
+                defer { index += 1 }
+                switch index {
+                case 0: return actions.inline.0
+                case 1: return actions.inline.1
+                default: return index - 2 < actions.more.count ? actions.more[index - 2] : nil
+                }
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(actions: self) }
+    }
+
     /// What the deliverer hands to observers, in order, one delivery at a time.
     enum Delivery {
         /// idle → busy: begin background time, then send
@@ -166,7 +208,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Adds one member; it may start on the caller's thread when the queue has nothing
     /// else running. Returns its handle, or `nil` when it was rejected (see
     /// ``Action/reject(_:_:)``).
-    mutating func add(_ admission: Admission, actions: inout [Action]) -> Handle? {
+    mutating func add(_ admission: Admission, actions: inout Actions) -> Handle? {
         guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
         let handle = handle(of: slot)
         link(slot, behind: -1, actions: &actions)
@@ -180,7 +222,7 @@ struct QueueStateMachine<Member: AnyObject> {
     mutating func add(
         contentsOf admissions: [Admission],
         sequential: Bool,
-        actions: inout [Action]
+        actions: inout Actions
     ) -> [(member: Member, handle: Handle)] {
         var admitted: [(member: Member, handle: Handle)] = []
         var previous: Int32 = -1
@@ -197,7 +239,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Adds a member whose front end starts it (the Operation bridge): live for
     /// deduplication and busy periods, never started by the queue. See
     /// ``externalStarted(_:member:timeout:actions:)``. `nil` when it was rejected.
-    mutating func addExternal(_ admission: Admission, actions: inout [Action]) -> Handle? {
+    mutating func addExternal(_ admission: Admission, actions: inout Actions) -> Handle? {
         guard let slot = admit(admission, place: .external, actions: &actions) else { return nil }
         emit(.enqueued(admission.member), actions: &actions)
         return handle(of: slot)
@@ -215,7 +257,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Applies the uniqueness policy and records the member. `nil` when rejected.
-    private mutating func admit(_ admission: Admission, place: Place, actions: inout [Action]) -> Int32? {
+    private mutating func admit(_ admission: Admission, place: Place, actions: inout Actions) -> Int32? {
         if isClosed {
             actions.append(.reject(admission.member, .cancelled))
             return nil
@@ -250,7 +292,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Places an admitted member: ready, or blocked behind `predecessor`.
-    private mutating func link(_ slot: Int32, behind predecessor: Int32, actions: inout [Action]) {
+    private mutating func link(_ slot: Int32, behind predecessor: Int32, actions: inout Actions) {
         if predecessor >= 0 {
             records[Int(predecessor)].successor = slot
             records[Int(slot)].predecessor = predecessor
@@ -371,7 +413,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Starts up to `inline` members now (their start actions run on the caller's
     /// thread) and leaves the rest to a drainer.
-    private mutating func startReady(inline: Int, actions: inout [Action]) {
+    private mutating func startReady(inline: Int, actions: inout Actions) {
         var started = 0
         while started < inline, mayStart, let slot = popReady() {
             start(slot, actions: &actions)
@@ -387,7 +429,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// One round of the drainer: starts up to 64 members. `false` when there was
     /// nothing to start: the drainer stops (and the role is free again).
-    mutating func drain(actions: inout [Action]) -> Bool {
+    mutating func drain(actions: inout Actions) -> Bool {
         var started = 0
         while started < 64, mayStart, let slot = popReady() {
             start(slot, actions: &actions)
@@ -398,7 +440,7 @@ struct QueueStateMachine<Member: AnyObject> {
         return started > 0
     }
 
-    private mutating func start(_ slot: Int32, actions: inout [Action]) {
+    private mutating func start(_ slot: Int32, actions: inout Actions) {
         let member = records[Int(slot)].member!
         let timeout = records[Int(slot)].timeout
         if timeout != .min, timeout <= 0 {
@@ -419,7 +461,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Arms the deadline of a member that just started executing (timeout > 0).
-    private mutating func armDeadline(_ slot: Int32, actions: inout [Action]) {
+    private mutating func armDeadline(_ slot: Int32, actions: inout Actions) {
         let timeout = records[Int(slot)].timeout
         guard timeout > 0 else { return }
         let (deadline, overflow) = now().addingReportingOverflow(timeout)
@@ -441,7 +483,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// start: nothing happens).
     @discardableResult
     mutating func externalStarted(
-        _ handle: Handle?, member: Member, timeout: Int64?, actions: inout [Action]
+        _ handle: Handle?, member: Member, timeout: Int64?, actions: inout Actions
     ) -> Handle? {
         let slot: Int32
         if let handle {
@@ -473,7 +515,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Asks for a live member to end with `outcome`: it stops counting for
     /// deduplication and can no longer start; the storage ends it.
-    private mutating func markEnding(_ slot: Int32, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
+    private mutating func markEnding(_ slot: Int32, _ outcome: AsyncTask.Outcome, actions: inout Actions) {
         guard !records[Int(slot)].isEnding else { return }
         records[Int(slot)].isEnding = true
         removeFromName(slot)
@@ -484,7 +526,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// it leaves the queue, its successor in a sequential group becomes ready, and
     /// what can start now starts. Exactly once per admitted member; a member the
     /// queue does not hold is ignored.
-    mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout [Action]) {
+    mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout Actions) {
         guard let slot = slot(of: handle) else { return }
         let member = records[Int(slot)].member!
         release(slot)
@@ -536,19 +578,19 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Ends every live member (waiting and executing) with ``AsyncTask/Outcome/cancelled``.
-    mutating func cancelAll(actions: inout [Action]) {
+    mutating func cancelAll(actions: inout Actions) {
         cancel(actions: &actions) { _ in true }
     }
 
     /// Ends the members that have not started.
-    mutating func cancelPending(actions: inout [Action]) {
+    mutating func cancelPending(actions: inout Actions) {
         cancel(actions: &actions) { $0 != .executing }
     }
 
     /// Ends the live members whose place `matches`. O(n) in the records held, with no
     /// sort: they are marked in slot order, and all of them before any has ended, so no
     /// successor in a sequential group can start in between.
-    private mutating func cancel(actions: inout [Action], where matches: (Place) -> Bool) {
+    private mutating func cancel(actions: inout Actions, where matches: (Place) -> Bool) {
         for slot in records.indices {
             let record = records[slot]
             guard record.member != nil, !record.isEnding, matches(record.place) else { continue }
@@ -561,7 +603,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// The sleeper of `generation` woke up: times out every executing member whose
     /// deadline passed. Returns the next deadline to sleep until, or `nil` when this
     /// sleeper should stop (none is left, or a newer sleeper took over).
-    mutating func deadlineReached(generation: UInt64, actions: inout [Action]) -> Int64? {
+    mutating func deadlineReached(generation: UInt64, actions: inout Actions) -> Int64? {
         guard let current = sleeper, current.generation == generation else { return nil }
         let now = now()
         while let entry = deadlines.first, entry.deadline <= now {
@@ -613,7 +655,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Control
 
-    mutating func setLimit(_ newLimit: Int, actions: inout [Action]) {
+    mutating func setLimit(_ newLimit: Int, actions: inout Actions) {
         limit = Swift.max(1, newLimit)
         startReady(inline: 0, actions: &actions)
     }
@@ -623,7 +665,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Balances one ``suspend()``; extra calls are ignored.
-    mutating func resume(actions: inout [Action]) {
+    mutating func resume(actions: inout Actions) {
         guard suspensions > 0 else { return }
         suspensions -= 1
         startReady(inline: 0, actions: &actions)
@@ -631,7 +673,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// The queue's owner is gone: pending members are cancelled, new ones rejected
     /// (cancelled); executing ones run to their outcome.
-    mutating func close(actions: inout [Action]) {
+    mutating func close(actions: inout Actions) {
         isClosed = true
         cancelPending(actions: &actions)
         if !isBusy { post(.closed, actions: &actions) }
@@ -639,7 +681,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Busy periods and background time
 
-    private mutating func becomeBusyIfIdle(actions: inout [Action]) {
+    private mutating func becomeBusyIfIdle(actions: inout Actions) {
         guard !isBusy else { return }
         isBusy = true
         period += 1
@@ -649,7 +691,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// `true` when the queue went idle.
-    private mutating func becomeIdleIfDone(actions: inout [Action]) -> Bool {
+    private mutating func becomeIdleIfDone(actions: inout Actions) -> Bool {
         guard isBusy, liveCount == 0 else { return false }
         isBusy = false
         releaseStorage()
@@ -676,7 +718,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// The deliverer began the background time of `period`: its members may start.
-    mutating func backgroundTimeBegun(period begun: UInt64, actions: inout [Action]) {
+    mutating func backgroundTimeBegun(period begun: UInt64, actions: inout Actions) {
         guard isBusy, begun == period, !backgroundTimeHeld else { return }
         backgroundTimeHeld = true
         startReady(inline: 1, actions: &actions)
@@ -686,7 +728,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// decides what is cancelled.
     mutating func backgroundTimeExpired(
         policy: BackgroundQueue.ExpirationPolicy,
-        actions: inout [Action]
+        actions: inout Actions
     ) {
         emit(.backgroundTimeExpiring, actions: &actions)
         switch policy.kind {
@@ -698,7 +740,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Deliveries
 
-    private mutating func post(_ delivery: Delivery, actions: inout [Action]) {
+    private mutating func post(_ delivery: Delivery, actions: inout Actions) {
         outbox.append(delivery)
         if !isDelivering {
             isDelivering = true
@@ -707,7 +749,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Per-member events cost nothing while nobody listens.
-    private mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout [Action]) {
+    private mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout Actions) {
         if isObserved { post(.event(event()), actions: &actions) }
     }
 
@@ -774,6 +816,7 @@ extension QueueStateMachine: Sendable where Member: Sendable {}
 extension QueueStateMachine.Record: Sendable where Member: Sendable {}
 extension QueueStateMachine.Admission: Sendable where Member: Sendable {}
 extension QueueStateMachine.Action: Sendable where Member: Sendable {}
+extension QueueStateMachine.Actions: Sendable where Member: Sendable {}
 extension QueueStateMachine.Delivery: Sendable where Member: Sendable {}
 
 /// What a queue reports to its listeners.

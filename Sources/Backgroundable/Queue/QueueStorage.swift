@@ -66,7 +66,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// Runs one transition under the lock, then performs the actions it returned.
     @discardableResult
-    func transition<Result>(_ body: (inout Machine, inout [Machine.Action]) -> Result) -> Result {
+    func transition<Result>(_ body: (inout Machine, inout Machine.Actions) -> Result) -> Result {
         withLocked { locked, actions in body(&locked.machine, &actions) }
     }
 
@@ -81,9 +81,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// the drainer role into the inbox, then — after unlocking — performs the actions
     /// and tells the admitted members their handles.
     private func withLocked<Result>(
-        _ body: (inout Locked, inout [Machine.Action]) -> Result
+        _ body: (inout Locked, inout Machine.Actions) -> Result
     ) -> Result {
-        var actions: [Machine.Action] = []
+        var actions: Machine.Actions = []
         var admitted: [(member: Member, handle: Machine.Handle)] = []
         let result = state.withLock { locked in
             run(body, on: &locked, &actions, &admitted)
@@ -93,8 +93,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     private func run<Result>(
-        _ body: (inout Locked, inout [Machine.Action]) -> Result, on locked: inout Locked,
-        _ actions: inout [Machine.Action], _ admitted: inout [(member: Member, handle: Machine.Handle)]
+        _ body: (inout Locked, inout Machine.Actions) -> Result, on locked: inout Locked,
+        _ actions: inout Machine.Actions, _ admitted: inout [(member: Member, handle: Machine.Handle)]
     ) -> sending Result {
         admitInbox(&locked.machine, &actions, &admitted)
         let result = body(&locked, &actions)
@@ -105,7 +105,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     private func performAfterUnlocking(
-        _ actions: [Machine.Action], _ admitted: [(member: Member, handle: Machine.Handle)]
+        _ actions: Machine.Actions, _ admitted: [(member: Member, handle: Machine.Handle)]
     ) {
         if !actions.isEmpty { perform(actions) }
         for (member, handle) in admitted { inbox.admitted(member, handle, ended: memberEnded) }
@@ -113,7 +113,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// Under the lock: adds what was pushed, as a run of single adds.
     private func admitInbox(
-        _ machine: inout Machine, _ actions: inout [Machine.Action],
+        _ machine: inout Machine, _ actions: inout Machine.Actions,
         _ admitted: inout [(member: Member, handle: Machine.Handle)]
     ) {
         for admission in inbox.takeAll() {
@@ -138,7 +138,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Performing actions
 
-    private func perform(_ actions: [Machine.Action]) {
+    private func perform(_ actions: Machine.Actions) {
         for action in actions {
             switch action {
             case .start(let member):

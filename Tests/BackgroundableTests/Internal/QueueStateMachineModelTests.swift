@@ -231,15 +231,15 @@ struct MachineHarness {
         return member
     }
 
-    mutating func transition(_ body: (inout Machine, inout [Machine.Action]) -> Void) {
-        var actions: [Machine.Action] = []
+    mutating func transition(_ body: (inout Machine, inout Machine.Actions) -> Void) {
+        var actions: Machine.Actions = []
         body(&machine, &actions)
         perform(actions)
     }
 
     /// Decisions first, in the order the machine made them; then the ends and
     /// deliveries, whose transitions are performed at once (as the storage does).
-    mutating func perform(_ actions: [Machine.Action]) {
+    mutating func perform(_ actions: Machine.Actions) {
         for action in actions {
             switch action {
             case .start(let member):
@@ -317,13 +317,13 @@ struct MachineHarness {
     mutating func settle() {
         while true {
             if drainerPending {
-                var actions: [Machine.Action] = []
+                var actions: Machine.Actions = []
                 if !machine.drain(actions: &actions) { drainerPending = false }
                 perform(actions)
                 continue
             }
             if let due = sleeper, due.deadline <= clock.now {
-                var actions: [Machine.Action] = []
+                var actions: Machine.Actions = []
                 let next = machine.deadlineReached(generation: due.generation, actions: &actions)
                 if sleeper?.generation == due.generation {
                     sleeper = next.map { ($0, due.generation) }
