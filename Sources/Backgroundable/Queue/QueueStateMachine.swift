@@ -249,11 +249,15 @@ struct QueueStateMachine<Member: AnyObject> {
         Handle(slot: slot, ticket: records[Int(slot)].ticket)
     }
 
-    /// The slot a handle names, if its member is still there.
+    /// The slot a handle names, if its member is still there. Tickets start at 1 and a
+    /// free slot's is 0, so a matching ticket means the slot holds that very member.
+    /// (Records are read field by field here and below: copying one would retain and
+    /// release its member and name, on the path of every start and end.)
     private func slot(of handle: Handle) -> Int32? {
-        guard handle.slot >= 0, Int(handle.slot) < records.count else { return nil }
-        let record = records[Int(handle.slot)]
-        return record.member != nil && record.ticket == handle.ticket ? handle.slot : nil
+        guard handle.slot >= 0, Int(handle.slot) < records.count,
+            records[Int(handle.slot)].ticket == handle.ticket
+        else { return nil }
+        return handle.slot
     }
 
     /// Applies the uniqueness policy and records the member. `nil` when rejected.
@@ -375,8 +379,8 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     private static func isReady(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
-        let record = records[Int(entry.slot)]
-        return record.ticket == entry.ticket && record.place == .ready && !record.isEnding && record.member != nil
+        let index = Int(entry.slot)
+        return records[index].ticket == entry.ticket && records[index].place == .ready && !records[index].isEnding
     }
 
     /// Whether anything may start now.
@@ -528,9 +532,11 @@ struct QueueStateMachine<Member: AnyObject> {
     /// queue does not hold is ignored.
     mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout Actions) {
         guard let slot = slot(of: handle) else { return }
-        let member = records[Int(slot)].member!
+        if isObserved {
+            let member = records[Int(slot)].member!
+            emit(.ended(member, outcome), actions: &actions)
+        }
         release(slot)
-        emit(.ended(member, outcome), actions: &actions)
         compactIfMostlyStale()
         if !becomeIdleIfDone(actions: &actions) {
             startReady(inline: 2, actions: &actions)
@@ -540,29 +546,30 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Takes a member out of the queue: its slot and name are free, its counts drop,
     /// and its successor in a sequential group becomes ready, whatever the outcome.
     private mutating func release(_ slot: Int32) {
-        let record = records[Int(slot)]
+        let (place, predecessor, successor) = (
+            records[Int(slot)].place, records[Int(slot)].predecessor, records[Int(slot)].successor)
         liveCount -= 1
         removeFromName(slot)
-        switch record.place {
+        switch place {
         case .ready:
             enqueuedCount -= 1
             readyCount -= 1
         case .blocked:
             enqueuedCount -= 1
             // Splice it out of its group: the predecessor now leads to the successor.
-            records[Int(record.predecessor)].successor = record.successor
-            if record.successor >= 0 {
-                records[Int(record.successor)].predecessor = record.predecessor
+            records[Int(predecessor)].successor = successor
+            if successor >= 0 {
+                records[Int(successor)].predecessor = predecessor
             }
         case .external:
             enqueuedCount -= 1
         case .executing:
             executingCount -= 1
-            if record.timeout > 0 { timedCount -= 1 }
+            if records[Int(slot)].timeout > 0 { timedCount -= 1 }
         }
-        if record.place != .blocked, record.successor >= 0 {
-            records[Int(record.successor)].predecessor = -1
-            makeReady(record.successor)
+        if place != .blocked, successor >= 0 {
+            records[Int(successor)].predecessor = -1
+            makeReady(successor)
         }
         records[Int(slot)] = Record()
         freeSlots.append(slot)
@@ -592,8 +599,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// successor in a sequential group can start in between.
     private mutating func cancel(actions: inout Actions, where matches: (Place) -> Bool) {
         for slot in records.indices {
-            let record = records[slot]
-            guard record.member != nil, !record.isEnding, matches(record.place) else { continue }
+            guard records[slot].ticket != 0, !records[slot].isEnding, matches(records[slot].place) else { continue }
             markEnding(Int32(slot), .cancelled, actions: &actions)
         }
     }
@@ -628,9 +634,9 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     private static func isExecuting(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
-        let record = records[Int(entry.slot)]
-        return record.ticket == entry.ticket && record.place == .executing && !record.isEnding
-            && record.member != nil
+        let index = Int(entry.slot)
+        return records[index].ticket == entry.ticket && records[index].place == .executing
+            && !records[index].isEnding
     }
 
     /// Drops stale queue and heap entries once they outnumber the live ones, so memory
