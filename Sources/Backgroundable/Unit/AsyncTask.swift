@@ -55,7 +55,8 @@ public final class AsyncTask: Sendable {
         hasTimeout ? .nanoseconds(timeoutNanoseconds) : nil
     }
     /// ``timeout`` in 8 bytes instead of 24, and plain integers for the queue's
-    /// deadline arithmetic; `Int64.min` for none.
+    /// deadline arithmetic; `Int64.min` for none. (A pending unit costs 240 bytes in
+    /// `memory.BackgroundQueue.pendingUnit`; 16 more would break its 256-byte target.)
     let timeoutNanoseconds: Int64
     var hasTimeout: Bool { timeoutNanoseconds != .min }
 
