@@ -138,6 +138,7 @@ struct AsyncTaskTests {
         let (queue, _) = makeQueue()
         let iterations = 300
         let timeouts = Recorder<Int>()
+        let timeoutCalled = (0..<iterations).map { _ in Signal() }
         let endings = Recorder<Int>()
         var units: [AsyncTask] = []
         for index in 0..<iterations {
@@ -145,6 +146,7 @@ struct AsyncTaskTests {
             let unit = queue.add(timeout: .milliseconds(1), onTimeout: { task in
                 #expect(task.currentOutcome?.kind == .timedOut)
                 timeouts.append(index)
+                timeoutCalled[index].signal()
             }) { _ in started.signal() }
             // The 1 ms timeout may end the unit before its body runs.
             unit.onEnd { _ in
@@ -164,6 +166,8 @@ struct AsyncTaskTests {
         #expect(endings.count == iterations)
         #expect(Set(endings.all).count == iterations)
         let timedOut = units.indices.filter { units[$0].currentOutcome?.kind == .timedOut }
+        // `onTimeout` runs after the outcome, in a task of its own.
+        for index in timedOut { await timeoutCalled[index].wait() }
         #expect(Set(timeouts.all) == Set(timedOut))
         #expect(timeouts.count == timedOut.count)
         let kinds = Set(units.compactMap { $0.currentOutcome?.kind })

@@ -62,7 +62,7 @@ struct CancellationTests {
         stubborn.cancel()
         #expect(await next.outcome.kind == .finished)
         release.signal()
-        await #expect(throws: AsyncTaskError.cancelled) { try await stubborn.value }
+        await #expect(throws: CancellationError.self) { try await stubborn.value }
     }
 
     @Test func lateFinishFromACancelledCallbackBodyIsANoOp() async {
@@ -85,7 +85,7 @@ struct CancellationTests {
         await started.wait()
         let caller = Task { try await handle.value }
         caller.cancel()
-        await #expect(throws: AsyncTaskError.cancelled) { try await caller.value }
+        await #expect(throws: CancellationError.self) { try await caller.value }
         #expect(handle.task.currentOutcome?.kind == .cancelled)
     }
 

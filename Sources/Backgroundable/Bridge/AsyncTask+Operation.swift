@@ -30,7 +30,7 @@ extension AsyncTask {
         timeout: Duration? = AsyncTask.defaultTimeout,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
     ) {
         let adopted = AdoptedOperation(operation)
         self.init(
@@ -52,7 +52,7 @@ extension BackgroundQueue {
         timeout: Duration? = AsyncTask.defaultTimeout,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
     ) -> AsyncTask {
         add(
             AsyncTask(

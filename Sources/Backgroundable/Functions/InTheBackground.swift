@@ -15,7 +15,7 @@ public func inTheBackground(_ work: @escaping @Sendable () -> Void) -> AsyncTask
 /// Runs `work` on ``BackgroundQueue/shared`` and returns its value.
 ///
 /// Suspends until `work` finishes; rethrows its error. Cancelling the caller cancels
-/// the unit (then ``AsyncTaskError/cancelled`` is thrown unless `work` already ended).
+/// the unit (then `CancellationError` is thrown unless `work` already ended).
 public func inTheBackground<Success: Sendable>(
     _ work: @escaping @Sendable () async throws -> Success
 ) async throws -> Success {

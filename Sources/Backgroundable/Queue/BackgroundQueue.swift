@@ -124,8 +124,8 @@ public actor BackgroundQueue {
         timeout: Duration? = AsyncTask.defaultTimeout,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
-        _ work: @escaping @Sendable (AsyncTask) -> Void
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) -> AsyncTask {
         add(
             AsyncTask(
@@ -136,15 +136,17 @@ public actor BackgroundQueue {
     /// Creates and adds an async-style unit: done when `body` returns or throws.
     /// Synchronous like ``add(_:)-(AsyncTask)``; await the handle's value for the result.
     ///
-    /// Parameters are those of ``AsyncTask/operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+    /// Parameters are those of ``AsyncTask/operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``
+    /// (no timeout unless given; `body` runs off the caller's actor unless it is isolated
+    /// to one).
     @discardableResult
     public nonisolated func addOperation<Success: Sendable>(
         name: String? = nil,
-        timeout: Duration? = AsyncTask.defaultTimeout,
+        timeout: Duration? = nil,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
-        _ body: @escaping @Sendable () async throws -> Success
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
         add(
             AsyncTask.operation(
@@ -155,18 +157,23 @@ public actor BackgroundQueue {
     /// The async way to use the queue from async code: adds an async-style unit and
     /// waits for its value.
     ///
-    /// Suspends until the unit ends. Throws the body's error, or an ``AsyncTaskError``
-    /// when the unit was cancelled, replaced, dropped or timed out. Cancelling the
-    /// calling task cancels the unit.
+    /// Suspends until the unit ends. Throws the body's error; `CancellationError` when
+    /// the unit was cancelled (cancelling the calling task cancels the unit); or
+    /// ``AsyncTaskError/replaced``, ``AsyncTaskError/dropped`` or
+    /// ``AsyncTaskError/timedOut``. Parameters are those of
+    /// ``addOperation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: no timeout
+    /// unless given, and `body` runs off the caller's actor unless it is isolated to one.
     public nonisolated func run<Success: Sendable>(
         name: String? = nil,
-        timeout: Duration? = AsyncTask.defaultTimeout,
+        timeout: Duration? = nil,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        _ body: @escaping @Sendable () async throws -> Success
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
         try await addOperation(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy, body
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout, body
         ).value
     }
 

@@ -24,16 +24,22 @@ import Synchronization
 /// - Cancellation while it executes cancels the wrapping `Task` (the body sees
 ///   `Task.isCancelled`, `Task.checkCancellation()` throws, child tasks are cancelled)
 ///   and ends the unit at once, so its queue moves on even if the body ignores it.
-/// - The timeout is counted from the start of execution (default
-///   ``defaultTimeout``, `nil` for none). When it elapses the outcome becomes
-///   ``Outcome/timedOut``, the wrapping `Task` is cancelled, and then `onTimeout` runs
-///   exactly once, on a background thread. A timeout of zero or less expires as soon as
-///   the unit would start: the work never runs.
+/// - The timeout is counted from the start of execution (default ``defaultTimeout``
+///   for a callback-style unit, which could forget `finish()`; none for an async body;
+///   `nil` for none). When it elapses the outcome becomes ``Outcome/timedOut``, the
+///   wrapping `Task` is cancelled, and then `onTimeout` runs exactly once, in a task of
+///   its own (off every actor, or on the one it is isolated to). A timeout of zero or
+///   less expires as soon as the unit would start: the work never runs.
+/// - Where the work runs: like the operation of a `Task.detached`, off the caller's
+///   actor, unless the closure is isolated to an actor (`{ @MainActor task in … }`),
+///   where it then runs. Awaiting a cancelled unit's value throws `CancellationError`.
 public final class AsyncTask: Sendable {
-    /// The work of a unit, in one of its two styles.
-    enum Work: Sendable {
-        case callback(@Sendable (AsyncTask) -> Void)
-        case operation(@Sendable () async throws -> any Sendable)
+    /// The work of a unit, in one of its two styles. Not `Sendable`: like the operation
+    /// of a `Task`, it is handed over once (`sending`), kept under the unit's lock, and
+    /// taken out once by the unit's `Task`, which calls it on its own isolation.
+    enum Work {
+        case callback(@isolated(any) (AsyncTask) -> Void)
+        case operation(@isolated(any) () async throws -> any Sendable)
         /// Run by the unit's front end (an ``AsyncOperation``'s closure): no queue runs it.
         case external
     }
@@ -62,7 +68,7 @@ public final class AsyncTask: Sendable {
 
     /// Runs once after the unit timed out. Boxed: few units have one, and the optional
     /// closure inline would take 16 bytes in every unit.
-    let onTimeout: Boxed<@Sendable (AsyncTask) -> Void>?
+    let onTimeout: Boxed<@Sendable @isolated(any) (AsyncTask) -> Void>?
     let state: Lock<UnitState>
 
     /// What a queue does when a live unit already has this unit's name.
@@ -84,8 +90,8 @@ public final class AsyncTask: Sendable {
         timeout: Duration?,
         priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
-        onTimeout: (@Sendable (AsyncTask) -> Void)?,
-        work: Work
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
+        work: sending Work
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
@@ -103,15 +109,20 @@ public final class AsyncTask: Sendable {
     ///   - timeout: Counted from the start of execution; `nil` for none.
     ///   - priority: The priority of the wrapping `Task`.
     ///   - uniquenessPolicy: What a queue does when a live unit has the same name.
-    ///   - onTimeout: Runs exactly once, after the outcome became ``Outcome/timedOut``.
-    ///   - work: Runs once, inside the wrapping `Task`, when the unit starts.
+    ///   - onTimeout: Runs exactly once, after the outcome became ``Outcome/timedOut``:
+    ///     off every actor, or on the one it is isolated to (`{ @MainActor task in … }`).
+    ///   - work: Runs once, inside the wrapping `Task`, when the unit starts. Like the
+    ///     operation of a `Task.detached`, it runs off the caller's actor — this is a
+    ///     background queue — unless it is isolated to an actor (`{ @MainActor task in … }`),
+    ///     where it then runs. It is `sending`: it may capture non-`Sendable` state the
+    ///     caller no longer uses.
     public convenience init(
         name: String? = nil,
         timeout: Duration? = AsyncTask.defaultTimeout,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
-        _ work: @escaping @Sendable (AsyncTask) -> Void
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) {
         self.init(
             name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
@@ -122,14 +133,17 @@ public final class AsyncTask: Sendable {
     /// ``Outcome/finished``) or throws (``Outcome/failed(_:)``). Await its value
     /// through the returned handle.
     ///
-    /// Parameters are those of ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+    /// Parameters are those of ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``,
+    /// except the timeout: an async body cannot forget to end its unit, so it has none
+    /// unless you give one. `body` runs as the operation of a `Task.detached` would: off
+    /// the caller's actor, or on the actor it is isolated to (`{ @MainActor in … }`).
     public static func operation<Success: Sendable>(
         name: String? = nil,
-        timeout: Duration? = AsyncTask.defaultTimeout,
+        timeout: Duration? = nil,
         priority: TaskPriority? = nil,
         uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable (AsyncTask) -> Void)? = nil,
-        _ body: @escaping @Sendable () async throws -> Success
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
             AsyncTask(
@@ -298,21 +312,16 @@ public final class AsyncTask: Sendable {
         }
     }
 
-    /// Starts the unit on the calling thread, for a front end that runs it instead of a
-    /// queue (the Operation bridge): a callback-style body is called right here (as 1.x
-    /// ran an `AsyncOperation`'s closure on its `OperationQueue`'s thread), an async body
-    /// gets its wrapping `Task`. Returns `true` when the unit started: `false` when it
-    /// was already added to a queue or has ended, or when its work is external (then
-    /// `byItsFrontEnd` must be `true`, and the caller runs it when this returns `true`).
+    /// Starts the unit without a queue, for a front end that runs it instead (the
+    /// Operation bridge): a body gets its wrapping `Task`, as from a queue; external
+    /// work is executing when this returns `true`, for the caller to run. Returns `true`
+    /// when the unit started: `false` when it was already added to a queue or has
+    /// ended, or when its work is external and `byItsFrontEnd` is `false`.
     @discardableResult
     func startHere(byItsFrontEnd: Bool = false, beforeRunning: () -> Void = {}) -> Bool {
-        guard let work = state.withLock({ $0.startHere(byItsFrontEnd: byItsFrontEnd) }) else { return false }
+        guard let start = state.withLock({ $0.startHere(byItsFrontEnd: byItsFrontEnd) }) else { return false }
         beforeRunning()
-        switch work {
-        case .callback(let body): body(self)
-        case .operation: launchTask()
-        case .external: break
-        }
+        if case .launchTask = start { launchTask() }
         return true
     }
 
@@ -322,7 +331,7 @@ public final class AsyncTask: Sendable {
         guard let work = state.withLock({ $0.takeWork(taskID: Self.currentTaskID) }) else { return }
         switch work {
         case .callback(let body):
-            body(self)
+            await body(self)
             // The `Task` lives until the unit ends. A body that already ended it (the
             // common `finish()` before returning) leaves nothing to wait for: the
             // continuation is resumed right here and the `Task` never suspends.
@@ -392,8 +401,8 @@ extension UnitState.Ending {
         for waiter in waiters {
             waiter.resume(with: outcome)
         }
-        if case .timedOut = outcome {
-            unit.onTimeout?.value(unit)
+        if case .timedOut = outcome, let onTimeout = unit.onTimeout?.value {
+            Task.detached { await onTimeout(unit) }
         }
     }
 }

@@ -1,9 +1,11 @@
 /// Thrown by ``AsyncTaskHandle/value`` when a unit ended without producing a value
-/// and without an error of its own (it was cancelled, replaced, dropped or timed out,
-/// or `finish()` ended it before its body returned).
+/// and without an error of its own: it was replaced, dropped or timed out, or
+/// `finish()` ended it before its body returned. (A cancelled unit throws
+/// `CancellationError`, as a cancelled `Task` does.)
 ///
-/// A struct with static members rather than an enum, so new cases can be added
-/// without breaking callers who switch over it.
+/// Match it like an enum's cases — `catch AsyncTaskError.dropped { … }` — or compare
+/// with `==`. A struct with static members rather than an enum, so new cases can be
+/// added without breaking callers who switch over it.
 public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case cancelled, replaced, dropped, timedOut, finishedWithoutValue
@@ -13,7 +15,8 @@ public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible
 
     private init(_ code: Code) { self.code = code }
 
-    /// The unit was cancelled.
+    /// The unit was cancelled. Never thrown: a cancelled unit throws `CancellationError`.
+    @available(*, deprecated, message: "a cancelled unit throws CancellationError: catch is CancellationError")
     public static let cancelled = AsyncTaskError(Code.cancelled)
     /// A newer unit with the same name replaced it.
     public static let replaced = AsyncTaskError(Code.replaced)
@@ -25,14 +28,22 @@ public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible
     /// outcome is ``AsyncTask/Outcome/finished``, but there is no value to return.
     public static let finishedWithoutValue = AsyncTaskError(Code.finishedWithoutValue)
 
-    init?(_ outcome: AsyncTask.Outcome) {
+    /// What awaiting the value of a unit that reached `outcome` throws, if it ended
+    /// without a value: `CancellationError` for a cancelled unit.
+    static func thrown(for outcome: AsyncTask.Outcome) -> (any Error)? {
         switch outcome {
-        case .cancelled: self = .cancelled
-        case .replaced: self = .replaced
-        case .dropped: self = .dropped
-        case .timedOut: self = .timedOut
-        case .finished, .failed: return nil
+        case .cancelled: CancellationError()
+        case .replaced: AsyncTaskError.replaced
+        case .dropped: AsyncTaskError.dropped
+        case .timedOut: AsyncTaskError.timedOut
+        case .finished, .failed: nil
         }
+    }
+
+    /// Lets `catch AsyncTaskError.dropped` (and `case AsyncTaskError.timedOut` in a
+    /// `switch` over an error) match: `true` when `error` is this error.
+    public static func ~= (pattern: AsyncTaskError, error: any Error) -> Bool {
+        (error as? AsyncTaskError) == pattern
     }
 
     public var description: String {

@@ -11,10 +11,11 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
 
     /// The body's return value.
     ///
-    /// Suspends until the unit ends. Throws the body's error when it failed, or an
-    /// ``AsyncTaskError`` when it was cancelled, replaced, dropped or timed out, or when
+    /// Suspends until the unit ends. Throws the body's error when it failed;
+    /// `CancellationError` when the unit was cancelled (by ``cancel()``, its queue's
+    /// `cancelAll()`, or the awaiting task's cancellation, which cancels the unit); or
+    /// an ``AsyncTaskError`` when it was replaced, dropped or timed out, or when
     /// ``AsyncTask/finish()`` ended it before its body returned.
-    /// Cancelling the awaiting task cancels the unit.
     public var value: Success {
         get async throws {
             try await result.get()
@@ -36,7 +37,7 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
             case .failed(let error):
                 .failure(error)
             case let outcome:
-                .failure(AsyncTaskError(outcome)!)
+                .failure(AsyncTaskError.thrown(for: outcome)!)
             }
         }
     }

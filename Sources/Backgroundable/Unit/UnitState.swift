@@ -142,17 +142,26 @@ struct UnitState {
         return work
     }
 
-    /// claim, launch and take the work in one step, for a front end that runs the unit
-    /// on its own thread instead of a queue. Returns the work: a callback or external
-    /// body is now executing, for the caller to run; an async body is launching, for
-    /// the caller to launch its `Task`. `nil` when the unit was already added to a
-    /// queue, has ended, or (unless `byItsFrontEnd`) its work belongs to a front end.
-    mutating func startHere(byItsFrontEnd: Bool) -> AsyncTask.Work? {
+    /// What the caller of ``startHere(byItsFrontEnd:)`` does next.
+    enum StartHere {
+        /// The unit is launching: create its `Task`, which takes the work.
+        case launchTask
+        /// External work is executing: its front end runs it.
+        case runExternally
+    }
+
+    /// claim and launch in one step, for a front end that runs the unit instead of a
+    /// queue. `nil` when the unit was already added to a queue, has ended, or (unless
+    /// `byItsFrontEnd`) its work belongs to a front end.
+    mutating func startHere(byItsFrontEnd: Bool) -> StartHere? {
         guard case .created(let work) = phase else { return nil }
-        if case .external = work, !byItsFrontEnd { return nil }
+        if case .external = work {
+            guard byItsFrontEnd else { return nil }
+            phase = .executing(task: nil, .external)
+            return .runExternally
+        }
         phase = .launching(work, task: nil)
-        if case .operation = work { return work }
-        return takeWork { 0 }
+        return .launchTask
     }
 
     /// `true` while an async body runs in the task `taskID` identifies.

@@ -158,15 +158,18 @@ struct MisuseTests {
     @Test func finishFromInsideOnTimeoutIsANoOp() async {
         let (queue, _) = makeQueue()
         let callbacks = Recorder<AsyncTask.Outcome.Kind?>()
+        let called = Signal()
         let unit = queue.add(
             timeout: .milliseconds(5),
             onTimeout: { task in
                 task.finish()
                 task.cancel()
                 callbacks.append(task.currentOutcome?.kind)
+                called.signal()
             }
         ) { _ in }
         #expect(await unit.outcome.kind == .timedOut)
+        await called.wait()
         await queue.waitUntilIdle()
         #expect(callbacks.all == [.timedOut])
         #expect(await bystander(on: queue).outcome.kind == .finished)
