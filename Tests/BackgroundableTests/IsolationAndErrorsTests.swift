@@ -155,4 +155,34 @@ struct IsolationAndErrorsTests {
         queue.cancelAll()
         queue.resume()
     }
+
+    // MARK: Waiting for idle
+
+    @Test(.timeLimit(.minutes(1))) func waitingForIdleReturnsWhenTheWaitingTaskIsCancelled() async {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        queue.add { $0.finish() }
+        let waiters = (0..<20).map { _ in
+            Task {
+                await queue.waitUntilIdle()
+                return Task.isCancelled
+            }
+        }
+        // Some are cancelled before they registered, some after: all return.
+        for waiter in waiters {
+            waiter.cancel()
+            #expect(await waiter.value)
+        }
+        #expect(queue.isBusy, "the queue's work is not affected")
+        let alreadyCancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await queue.waitUntilIdle()
+        }
+        await alreadyCancelled.value
+        // A waiter that is not cancelled still waits for idle, and is resumed once.
+        let patient = Task { await queue.waitUntilIdle() }
+        queue.resume()
+        await patient.value
+        #expect(!queue.isBusy)
+    }
 }

@@ -155,8 +155,9 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
 
     /// Waits until the queue is idle: every operation finished, and the idle
     /// notification (delegate, end of background time) delivered. Returns at once if it
-    /// already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`);
-    /// not cancellable.
+    /// already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`).
+    /// Cancellable: when the waiting task is cancelled it returns at once, whether or not
+    /// the queue is idle; its operations are not affected.
     public func waitUntilIdle() async {
         await storage.waitUntilIdle()
     }

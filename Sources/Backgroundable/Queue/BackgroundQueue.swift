@@ -236,7 +236,9 @@ public actor BackgroundQueue {
 
     /// Waits until the queue is idle: no live unit, and the idle notification (delegate,
     /// events, end of background time) delivered. Returns at once if it already is.
-    /// Does not block a thread; not cancellable.
+    /// Does not block a thread. Cancellable: when the waiting task is cancelled it
+    /// returns at once, whether or not the queue is idle (check ``isBusy`` or
+    /// `Task.isCancelled`); the queue's work is not affected.
     public nonisolated func waitUntilIdle() async {
         await core.waitUntilIdle()
     }

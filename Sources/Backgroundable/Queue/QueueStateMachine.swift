@@ -189,7 +189,9 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Members start only once the busy period's background time is held.
     private var backgroundTimeHeld: Bool
     private var idleDeliveredThrough: UInt64 = 0
-    private var idleWaiters: [(period: UInt64, waiter: Continuation<Void>)] = []
+    /// Who waits for idle, by registration number: the busy period they wait out.
+    private var idleWaiters: [UInt64: (period: UInt64, waiter: Continuation<Void>)] = [:]
+    private var idleWaiterIDs: UInt64 = 0
     private var outbox: [Delivery] = []
     /// The deliverer's batch buffer between two deliveries, kept so that posting and
     /// delivering allocate nothing once the queue has run.
@@ -774,24 +776,30 @@ struct QueueStateMachine<Member: AnyObject> {
         return true
     }
 
-    /// Registers someone waiting for the queue to be idle. `false` when it already is
-    /// (and everybody was told): the caller returns at once.
-    mutating func waitUntilIdle(_ waiter: Continuation<Void>) -> Bool {
-        if !isBusy && idleDeliveredThrough == period { return false }
-        idleWaiters.append((period, waiter))
-        return true
+    /// Registers someone waiting for the queue to be idle: returns the registration
+    /// (for ``stopWaitingUntilIdle(_:)``), or `nil` when the queue already is idle (and
+    /// everybody was told): the caller returns at once.
+    mutating func waitUntilIdle(_ waiter: Continuation<Void>) -> UInt64? {
+        if !isBusy && idleDeliveredThrough == period { return nil }
+        idleWaiterIDs += 1
+        idleWaiters[idleWaiterIDs] = (period, waiter)
+        return idleWaiterIDs
+    }
+
+    /// The waiter of `registration` stopped waiting (its task was cancelled): returns its
+    /// continuation to resume, or `nil` when ``idleDelivered(period:)`` handed it out
+    /// already. Either way it is handed out exactly once.
+    mutating func stopWaitingUntilIdle(_ registration: UInt64) -> Continuation<Void>? {
+        idleWaiters.removeValue(forKey: registration)?.waiter
     }
 
     /// The idle notification of `period` was delivered: returns the waiters it covers.
     mutating func idleDelivered(period delivered: UInt64) -> [Continuation<Void>] {
         idleDeliveredThrough = Swift.max(idleDeliveredThrough, delivered)
-        var resumed: [Continuation<Void>] = []
-        idleWaiters.removeAll { entry in
-            guard entry.period <= delivered else { return false }
-            resumed.append(entry.waiter)
-            return true
-        }
-        return resumed
+        guard !idleWaiters.isEmpty else { return [] }
+        let covered = idleWaiters.filter { $0.value.period <= delivered }
+        for registration in covered.keys { idleWaiters[registration] = nil }
+        return covered.values.map(\.waiter)
     }
 
     // MARK: Reading
