@@ -9,6 +9,29 @@ import Testing
     func note(_ entry: String) { log.append(entry) }
 }
 
+/// A view model as written in a Swift 6 module: its conformance makes it main-actor
+/// isolated; no `nonisolated`, no hop.
+final class BusyIndicatorModel: BackgroundQueueDelegate {
+    var isBusy = false
+    var transitions = 0
+    let idle = Signal()
+
+    nonisolated init() {}
+
+    func backgroundQueueWillStartTasks(_ queue: BackgroundQueue) {
+        MainActor.assertIsolated()
+        isBusy = true
+        transitions += 1
+    }
+
+    func backgroundQueueDidFinishTasks(_ queue: BackgroundQueue) {
+        MainActor.assertIsolated()
+        isBusy = false
+        transitions += 1
+        idle.signal()
+    }
+}
+
 /// Where bodies and callbacks run (issue "Natural in today's Swift"), what awaiting a
 /// unit's value throws, and the default timeouts of the two styles.
 @Suite("Isolation, errors and default timeouts")
@@ -184,5 +207,17 @@ struct IsolationAndErrorsTests {
         queue.resume()
         await patient.value
         #expect(!queue.isBusy)
+    }
+
+    // MARK: Delegates
+
+    @Test func aMainActorViewModelIsTheDelegateAsItIs() async {
+        let (queue, _) = makeQueue()
+        let model = BusyIndicatorModel()
+        queue.setDelegate(model)
+        queue.add { $0.finish() }
+        await model.idle.wait()
+        #expect(await model.transitions == 2)
+        #expect(await !model.isBusy)
     }
 }

@@ -50,6 +50,7 @@ struct ObservationTests {
             }
             await queue.waitUntilIdle()
         }
+        await mainActorDeliveries()
         let calls = delegate.calls.all
         #expect(calls.count >= 100)
         #expect(calls.count % 2 == 0)

@@ -92,9 +92,18 @@ func suspendUntilCancelled() async {
     }
 }
 
-/// A delegate that records the queue's notifications.
+/// Waits until the main actor has run what was posted to it before this call: the
+/// delegates' notifications, which a queue posts before ``BackgroundQueue/waitUntilIdle()``
+/// returns (the main actor runs its jobs in order).
+func mainActorDeliveries() async {
+    await MainActor.run {}
+}
+
+/// A delegate that records the queue's notifications (on the main actor).
 final class RecordingDelegate: BackgroundQueueDelegate {
-    let calls = Recorder<String>()
+    nonisolated let calls = Recorder<String>()
+
+    nonisolated init() {}
 
     func backgroundQueueWillStartTasks(_ queue: BackgroundQueue) {
         calls.append("willStart")

@@ -52,6 +52,8 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// which Foundation starts the members (they are *external*).
     let storage: BridgeStorage
     private let delegateBox = Lock(WeakOperationQueueDelegate())
+    /// Where the delegate's notifications wait for the main actor.
+    private let mailbox = MainActorMailbox()
 
     /// Creates a queue.
     ///
@@ -192,11 +194,13 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
 
 extension BackgroundOperationQueue: QueueFront {
     func queueWillStartWork() {
-        delegate?.backgroundQueueWillStartOperations(self)
+        guard let delegate else { return }
+        mailbox.post { delegate.backgroundQueueWillStartOperations(self) }
     }
 
     func queueDidFinishWork() {
-        delegate?.backgroundQueueDidFinishOperations(self)
+        guard let delegate else { return }
+        mailbox.post { delegate.backgroundQueueDidFinishOperations(self) }
     }
 }
 

@@ -1,14 +1,14 @@
 /// The 1.x `BackgroundQueueDelegate`, for a ``BackgroundOperationQueue`` (the 1.x
-/// `BackgroundQueue` class). The same two notifications, with their 1.x names.
+/// `BackgroundQueue` class): the same two notifications, with their 1.x names,
+/// delivered on the main actor.
 ///
-/// Both are called exactly once per busy period and in order (will-start, then
-/// did-finish, then will-start of the next period…), never concurrently and never
-/// reordered, on the thread that caused the transition (the one adding the first
-/// operation, or the one that saw the last operation finish) or on a thread that was
-/// delivering earlier notifications. Keep them short; hop to the main actor for UI work.
+/// A main-actor type conforms as it is: no `nonisolated`, no hop. Both are called
+/// exactly once per busy period and in order (will-start, then did-finish, then
+/// will-start of the next period…), on the main actor, after the transition happened.
+/// They need a running main actor (an app's run loop, or an `async` `main` in a tool).
+@MainActor
 public protocol BackgroundOperationQueueDelegate: AnyObject, Sendable {
-    /// The queue went from idle to busy: operations were added and are about to start.
-    /// Called before those operations are handed to `OperationQueue`.
+    /// The queue went from idle to busy: operations were added.
     func backgroundQueueWillStartOperations(_ queue: BackgroundOperationQueue)
     /// The queue went from busy to idle: every operation it held has finished.
     func backgroundQueueDidFinishOperations(_ queue: BackgroundOperationQueue)

@@ -31,6 +31,8 @@ public actor BackgroundQueue {
 
     nonisolated let core: QueueCore
     private nonisolated let delegateBox = Lock(WeakDelegate())
+    /// Where the delegate's notifications wait for the main actor.
+    private nonisolated let mailbox = MainActorMailbox()
 
     /// Creates a queue.
     ///
@@ -252,9 +254,9 @@ public actor BackgroundQueue {
         core.makeEventStream()
     }
 
-    /// Receives the two 1.x notifications: the queue went busy, the queue went idle.
-    /// Held weakly. Calls are made in order, exactly once per busy period, never
-    /// concurrently, on the thread that caused the transition or that was delivering.
+    /// Receives the two 1.x notifications on the main actor: the queue went busy, the
+    /// queue went idle. Held weakly. Calls are made in order, exactly once per busy
+    /// period, after the transition (see ``BackgroundQueueDelegate``).
     public nonisolated var delegate: (any BackgroundQueueDelegate)? {
         delegateBox.withLock { $0.delegate }
     }
@@ -267,11 +269,13 @@ public actor BackgroundQueue {
 
 extension BackgroundQueue: QueueFront {
     nonisolated func queueWillStartWork() {
-        delegate?.backgroundQueueWillStartTasks(self)
+        guard let delegate else { return }
+        mailbox.post { delegate.backgroundQueueWillStartTasks(self) }
     }
 
     nonisolated func queueDidFinishWork() {
-        delegate?.backgroundQueueDidFinishTasks(self)
+        guard let delegate else { return }
+        mailbox.post { delegate.backgroundQueueDidFinishTasks(self) }
     }
 }
 

@@ -183,6 +183,7 @@ struct BackgroundOperationQueueTests {
             }
         }
         await queue.waitUntilIdle()
+        await mainActorDeliveries()
         #expect(operations.all.allSatisfy { $0.currentOutcome?.kind == .finished })
         let calls = delegate.calls.all
         #expect(!calls.isEmpty)
@@ -213,6 +214,7 @@ struct BackgroundOperationQueueTests {
         await queue.waitUntilIdle()
         #expect(provider.log.count == 4)
         #expect(isBalanced(provider))
+        await mainActorDeliveries()
         #expect(delegate.calls.all == [.willStart, .didFinish, .willStart, .didFinish])
     }
 

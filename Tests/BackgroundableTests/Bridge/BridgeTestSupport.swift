@@ -40,8 +40,10 @@ func offThePool(_ body: @escaping @Sendable () -> Void) async {
 final class RecordingOperationQueueDelegate: BackgroundOperationQueueDelegate {
     enum Call: Equatable, Sendable { case willStart, didFinish }
 
-    let calls = Recorder<Call>()
-    let concurrentCalls = Gauge()
+    nonisolated let calls = Recorder<Call>()
+    nonisolated let concurrentCalls = Gauge()
+
+    nonisolated init() {}
 
     func backgroundQueueWillStartOperations(_ queue: BackgroundOperationQueue) {
         concurrentCalls.enter()

@@ -101,6 +101,7 @@ struct LegacyReadmeTests {
         queue.delegate = delegate
         queue.addOperation {}
         await queue.waitUntilIdle()
+        await mainActorDeliveries()
         #expect(delegate.calls.all == [.willStart, .didFinish])
     }
 

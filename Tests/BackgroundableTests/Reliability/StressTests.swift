@@ -276,6 +276,8 @@ private struct Round {
             }
         }
         let eventsByQueue = eventsBox.all
+        // The delegates hear busy / idle on the main actor, after the transitions.
+        await mainActorDeliveries()
         failures += Check(
             queues: queues, events: eventsByQueue, probes: shared.probes.all, units: shared.units.all, groups: shared.groups.all,
             operationQueue: operationQueue, operationDelegate: operationDelegate
