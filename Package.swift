@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import CompilerPluginSupport
 import PackageDescription
 
@@ -51,6 +51,18 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BackgroundableTests", dependencies: ["Backgroundable"]),
+        // An app module as Xcode 26 creates them (approachable concurrency): it compiles
+        // only if the package is usable there as the README shows, and its tests check
+        // where the closures run.
+        .testTarget(
+            name: "ApproachableConcurrencyTests",
+            dependencies: ["Backgroundable"],
+            swiftSettings: [
+                .defaultIsolation(MainActor.self),
+                .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+                .enableUpcomingFeature("InferIsolatedConformances"),
+            ]
+        ),
         .executableTarget(
             name: "backgroundable-bench",
             dependencies: ["Backgroundable"],

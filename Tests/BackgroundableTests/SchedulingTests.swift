@@ -202,13 +202,15 @@ struct SchedulingTests {
     @Test func sharedQueueAndGlobalFunctions() async throws {
         let unit = inTheBackground {}
         #expect(await unit.outcome.kind == .finished)
-        let value = try await inTheBackground { 21 * 2 }
-        #expect(value == 42)
-        let onMain = await onTheMainThread { () -> Bool in
+        // From async code, the one-call forms do not wait (no async overloads).
+        let ranOnMain = Signal()
+        onTheMainThread {
             MainActor.assertIsolated()
-            return true
+            ranOnMain.signal()
         }
-        #expect(onMain)
+        await ranOnMain.wait()
+        let value = try await BackgroundQueue.shared.run { 21 * 2 }
+        #expect(value == 42)
         #expect(BackgroundQueue.shared.name == "Backgroundable.shared")
     }
 }

@@ -1,0 +1,115 @@
+import Backgroundable
+import Testing
+
+// This file is an app module as Xcode 26 creates them: main-actor by default,
+// `nonisolated` async functions run on their caller's actor, isolated conformances
+// inferred. Nothing below is annotated beyond what the README shows.
+
+/// A helper that must stay off the main actor: `@concurrent`.
+@concurrent nonisolated func renderThumbnail(_ id: Int) async -> String {
+    "thumbnail \(id)"
+}
+
+/// A view model: main-actor by default, the queue's delegate as it is.
+final class FeedModel: BackgroundQueueDelegate {
+    let queue = BackgroundQueue(name: "feed", maxConcurrentTasks: 2)
+    var items: [String] = []
+    var isLoading = false
+    var transitions: [String] = []
+    var timeouts = 0
+
+    init() {
+        queue.setDelegate(self)
+    }
+
+    func backgroundQueueWillStartTasks(_ queue: BackgroundQueue) {
+        isLoading = true
+        transitions.append("busy")
+    }
+
+    func backgroundQueueDidFinishTasks(_ queue: BackgroundQueue) {
+        isLoading = false
+        transitions.append("idle")
+    }
+
+    /// Callback style, touching main-actor state from a closure isolated to it.
+    func refresh() -> AsyncTask {
+        queue.add(name: "refresh", uniquenessPolicy: .drop) { @MainActor task in
+            self.items.append("refreshed")
+            task.finish()
+        }
+    }
+
+    /// Async style, the work off the main actor, the result back on it.
+    func loadThumbnail(_ id: Int) async throws {
+        let thumbnail = try await queue.run(name: "thumbnail-\(id)") { await renderThumbnail(id) }
+        items.append(thumbnail)
+    }
+
+    /// A body isolated to the main actor.
+    func count() async throws -> Int {
+        try await queue.run { @MainActor in self.items.count }
+    }
+
+    /// `onTimeout` on the main actor.
+    func slowCall(then timedOut: @escaping @MainActor () -> Void) {
+        queue.add(
+            timeout: .milliseconds(5),
+            onTimeout: { @MainActor _ in
+                self.timeouts += 1
+                timedOut()
+            }
+        ) { _ in }
+    }
+
+    /// Errors matched like enum cases.
+    func deduplicated() async -> String {
+        queue.suspend()
+        let first = queue.addOperation(name: "sync", uniquenessPolicy: .drop) { 1 }
+        let second = queue.addOperation(name: "sync", uniquenessPolicy: .drop) { 2 }
+        queue.resume()
+        do {
+            _ = try await first.value
+            _ = try await second.value
+            return "both ran"
+        } catch AsyncTaskError.dropped {
+            return "dropped"
+        } catch is CancellationError {
+            return "cancelled"
+        } catch {
+            return "other"
+        }
+    }
+}
+
+@Suite("An approachable-concurrency app module")
+struct AppModuleTests {
+    @Test func aViewModelUsesTheQueueAsTheReadmeShows() async throws {
+        let model = FeedModel()
+        _ = await model.refresh().outcome
+        try await model.loadThumbnail(7)
+        #expect(try await model.count() == 2)
+        #expect(model.items == ["refreshed", "thumbnail 7"])
+        #expect(await model.deduplicated() == "dropped")
+        await withCheckedContinuation { continuation in
+            model.slowCall { continuation.resume() }
+        }
+        #expect(model.timeouts == 1)
+        // The delegate's main-actor calls are posted before `waitUntilIdle` resumes this
+        // (main-actor) test, and the main actor runs its jobs in order.
+        await model.queue.waitUntilIdle()
+        #expect(!model.isLoading)
+        #expect(model.transitions.count.isMultiple(of: 2))
+        #expect(model.transitions.first == "busy")
+    }
+
+    @Test func anUnannotatedBodyRunsOffTheMainActor() async throws {
+        let queue = BackgroundQueue()
+        let offMain = try await queue.run { #isolation == nil }
+        #expect(offMain)
+        let inTheBackgroundRan = await withCheckedContinuation { continuation in
+            inTheBackground { continuation.resume(returning: #isolation == nil) }
+        }
+        #expect(inTheBackgroundRan)
+    }
+}
