@@ -13,6 +13,8 @@ struct MacroRuntimeTests {
     @BackgroundableProperty(name: "uploadAssertion")
     final class Uploader: Sendable {
         let expirations = Atomic<Int>(0)
+        /// Yields once per expiration call (which runs in a task of its own).
+        let expired = AsyncStream<Void>.makeStream()
         let seenHeld = Mutex<[Bool]>([])
 
         @Backgroundable
@@ -45,11 +47,13 @@ struct MacroRuntimeTests {
 
         func saveProgress() {
             expirations.add(1, ordering: .relaxed)
+            expired.continuation.yield()
         }
     }
 
     final class Count: Sendable {
         let value = Atomic<Int>(0)
+        let expired = AsyncStream<Void>.makeStream()
     }
 
     struct Counter: Sendable {
@@ -66,6 +70,7 @@ struct MacroRuntimeTests {
 
         func expired() {
             expirations.value.add(1, ordering: .relaxed)
+            expirations.expired.continuation.yield()
         }
     }
 
@@ -164,20 +169,23 @@ struct MacroRuntimeTests {
         expectBalanced(provider, count: 1)
     }
 
-    @Test func classExpirationCallsTheMethod() {
+    @Test func classExpirationCallsTheMethod() async {
         let provider = RecordingBackgroundTaskProvider()
         let uploader = Uploader()
         DefaultBackgroundTaskProvider.withProvider(provider) { uploader.expiring(provider) }
+        // In a task on the method's isolation (here: none), right after the expiration.
+        for await _ in uploader.expired.stream { break }
         #expect(uploader.expirations.load(ordering: .relaxed) == 1)
         expectBalanced(provider, count: 1)
     }
 
-    @Test func structExpirationAndThrow() {
+    @Test func structExpirationAndThrow() async {
         let provider = RecordingBackgroundTaskProvider()
         let counter = Counter()
         #expect(throws: Failure.self) {
             try DefaultBackgroundTaskProvider.withProvider(provider) { try counter.work(provider) }
         }
+        for await _ in counter.expirations.expired.stream { break }
         #expect(counter.expirations.value.load(ordering: .relaxed) == 1)
         expectBalanced(provider, count: 1)
     }

@@ -1,0 +1,68 @@
+// The app's own types and functions that the documentation's examples call: declared
+// here once, so that every block type-checks as written. Everything an example could
+// call from a background body is `nonisolated` and `Sendable`, as an app's networking or
+// storage layer would be.
+import Backgroundable
+import Foundation
+
+// MARK: Values the examples use
+
+nonisolated struct Photo: Sendable {
+    nonisolated init(data: Data) {}
+}
+nonisolated struct Image: Sendable {}
+nonisolated struct File: Sendable {}
+nonisolated struct Receipt: Sendable {}
+nonisolated struct SearchResult: Sendable {}
+nonisolated struct Message: Sendable, Decodable {
+    var isRead = false
+}
+
+nonisolated let photo = Photo(data: Data())
+nonisolated let id = 7
+nonisolated let url = URL(fileURLWithPath: "/tmp/photo.heic")
+nonisolated let file = File()
+
+// MARK: The queues the examples share
+
+nonisolated let uploads = BackgroundQueue(name: "uploads", maxConcurrentTasks: 2)
+nonisolated let imageQueue = BackgroundQueue(name: "Images", maxConcurrentTasks: 4)
+nonisolated let queue = BackgroundQueue(name: "Sync", maxConcurrentTasks: 2)
+
+// MARK: The app's services
+
+nonisolated final class API: Sendable {
+    func upload(_ photo: Photo) async throws -> Receipt { Receipt() }
+    func sync() async throws {}
+    func refresh() async throws -> Int { 0 }
+    func search(_ text: String) async throws -> [SearchResult] { [] }
+    func download(_ path: String) async throws -> Data { Data("[]".utf8) }
+}
+nonisolated let api = API()
+
+nonisolated final class LegacyClient: Sendable {
+    func sync(completion: @escaping @Sendable (Error?) -> Void) { completion(nil) }
+    func download(_ url: URL, completion: @escaping @Sendable (Data?) -> Void) { completion(nil) }
+}
+nonisolated let legacyClient = LegacyClient()
+
+nonisolated final class Store: Sendable {
+    func save() async throws -> Bool { true }
+    func cancelSave() {}
+}
+nonisolated let store = Store()
+
+nonisolated enum PhotoLibrary {
+    static func cached() -> [Photo] { [] }
+}
+
+nonisolated enum Checkpoints {
+    static func save(for object: AnyObject) {}
+}
+
+nonisolated func renderThumbnail(for photo: Photo) async throws -> Image { Image() }
+nonisolated func renderThumbnail(_ id: Int) async throws -> Image { Image() }
+nonisolated func send(_ file: File) async throws {}
+nonisolated func upload(_ file: File) async throws {}
+nonisolated func log(_ message: String) {}
+nonisolated func show(_ image: Image) {}
