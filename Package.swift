@@ -12,7 +12,8 @@ let package = Package(
     // `Macros` (off by default) adds `@Backgroundable` and `@BackgroundableProperty`.
     // Only with it enabled does the package resolve and build swift-syntax.
     traits: [
-        .trait(name: "Macros", description: "The @Backgroundable and @BackgroundableProperty macros (needs swift-syntax).")
+        .trait(
+            name: "Macros", description: "The @Backgroundable and @BackgroundableProperty macros (needs swift-syntax).")
     ],
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0")
@@ -68,16 +69,19 @@ let package = Package(
             dependencies: ["Backgroundable"],
             path: "Benchmarks/backgroundable-bench"
         ),
-        .executableTarget(name: "graceful-shutdown-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/graceful-shutdown-fixture"),
+        .executableTarget(
+            name: "graceful-shutdown-fixture", dependencies: ["Backgroundable"],
+            path: "Tests/Fixtures/graceful-shutdown-fixture"),
     ],
     swiftLanguageModes: [.v6]
 )
 
 // The same strict settings for every target.
 for target in package.targets {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("MemberImportVisibility"),
-        .enableUpcomingFeature("InternalImportsByDefault"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
+        ]
 }

@@ -34,13 +34,13 @@ func residentBytes() -> Int {
 /// Gives freed heap memory back to the system, so an RSS delta measures new memory.
 func trimHeap() {
     #if os(Linux)
-    _ = mallocTrim(0)
+        _ = mallocTrim(0)
     #endif
 }
 
 #if os(Linux)
-@_silgen_name("malloc_trim")
-private func mallocTrim(_ pad: Int) -> Int32
+    @_silgen_name("malloc_trim")
+    private func mallocTrim(_ pad: Int) -> Int32
 #endif
 
 /// Waits (blocking this thread, never a cooperative one) until `count` calls to

@@ -41,7 +41,8 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
         },
 
         // MARK: Enqueue: the caller's cost of handing over one no-op unit.
-        Scenario(id: "enqueue.BackgroundQueue.sync", unit: "ns/unit", baseline: ("enqueue.DispatchQueue.async", 0.5)) { units in
+        Scenario(id: "enqueue.BackgroundQueue.sync", unit: "ns/unit", baseline: ("enqueue.DispatchQueue.async", 0.5)) {
+            units in
             let queue = BackgroundQueue(name: "bench")
             let start = now()
             for _ in 0..<units {
@@ -51,7 +52,8 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             drain(queue)
             return perUnit(start, end, units)
         },
-        Scenario(id: "enqueue.BackgroundQueue.async", unit: "ns/unit", baseline: ("enqueue.Task.detached", 0.5)) { units in
+        Scenario(id: "enqueue.BackgroundQueue.async", unit: "ns/unit", baseline: ("enqueue.Task.detached", 0.5)) {
+            units in
             let queue = BackgroundQueue(name: "bench")
             let result = Countdown(1)
             nonisolated(unsafe) var elapsed = 0.0
@@ -67,7 +69,10 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             drain(queue)
             return elapsed
         },
-        Scenario(id: "enqueue.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("enqueue.OperationQueue.BlockOperation", nil)) { units in
+        Scenario(
+            id: "enqueue.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit",
+            baseline: ("enqueue.OperationQueue.BlockOperation", nil)
+        ) { units in
             let queue = BackgroundOperationQueue(name: "bench")
             let start = now()
             for _ in 0..<units {
@@ -113,21 +118,28 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
         Scenario(id: "e2e.BackgroundQueue.unbounded", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.1)) { units in
             backgroundQueueEndToEnd(units: units, limit: nil, timeout: nil)
         },
-        Scenario(id: "e2e.BackgroundQueue.unbounded.timeout", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.1)) { units in
+        Scenario(
+            id: "e2e.BackgroundQueue.unbounded.timeout", unit: "ns/unit",
+            baseline: ("e2e.BackgroundQueue.unbounded", 1.1)
+        ) { units in
             backgroundQueueEndToEnd(units: units, limit: nil, timeout: AsyncTask.defaultTimeout)
         },
         Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.2)) { units in
             backgroundQueueEndToEnd(units: units, limit: 1, timeout: nil)
         },
-        Scenario(id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit", baseline: ("e2e.OperationQueue.BlockOperation", 1.2)) { units in
+        Scenario(
+            id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit",
+            baseline: ("e2e.OperationQueue.BlockOperation", 1.2)
+        ) { units in
             let queue = BackgroundOperationQueue(name: "bench")
             let done = Countdown(units)
             let start = now()
             for _ in 0..<units {
-                queue.addOperation(AsyncOperation(timeout: .infinity) { operation in
-                    operation.finish()
-                    done.arrive()
-                })
+                queue.addOperation(
+                    AsyncOperation(timeout: .infinity) { operation in
+                        operation.finish()
+                        done.arrive()
+                    })
             }
             done.wait()
             let end = now()
@@ -170,7 +182,9 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
         Scenario(id: "dedup.BackgroundQueue.names0", unit: "ns/unit", baseline: nil) { units in
             namedEnqueue(units: units, liveNames: 0)
         },
-        Scenario(id: "dedup.BackgroundQueue.names100k", unit: "ns/unit", baseline: ("dedup.BackgroundQueue.names0", 1.2)) { units in
+        Scenario(
+            id: "dedup.BackgroundQueue.names100k", unit: "ns/unit", baseline: ("dedup.BackgroundQueue.names0", 1.2)
+        ) { units in
             namedEnqueue(units: units, liveNames: 100_000)
         },
 

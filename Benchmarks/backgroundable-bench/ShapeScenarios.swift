@@ -10,7 +10,8 @@ import Synchronization
 /// queue idle in between; the median over `count` units, in nanoseconds.
 func latencyScenarios(count: Int) -> [Scenario] {
     [
-        Scenario(id: "latency.BackgroundQueue.idle", unit: "ns (median)", baseline: ("latency.Task.detached", 1.2)) { _ in
+        Scenario(id: "latency.BackgroundQueue.idle", unit: "ns (median)", baseline: ("latency.Task.detached", 1.2)) {
+            _ in
             let queue = BackgroundQueue(name: "bench")
             return medianLatency(count: count) { start, started in
                 queue.add(timeout: nil) { task in
@@ -77,7 +78,8 @@ func scalingScenarios(small: Int, large: Int) -> [Scenario] {
             Scenario(id: "scaling.\(shape.name).small", unit: "ns/unit", baseline: nil) { _ in
                 shape.run(small)
             },
-            Scenario(id: "scaling.\(shape.name).large", unit: "ns/unit", baseline: ("scaling.\(shape.name).small", 1.3)) { _ in
+            Scenario(id: "scaling.\(shape.name).large", unit: "ns/unit", baseline: ("scaling.\(shape.name).small", 1.3))
+            { _ in
                 shape.run(large)
             },
         ]

@@ -24,7 +24,9 @@ struct Options {
             case "--repetitions": options.repetitions = iterator.next().flatMap(Int.init)
             case "--filter": options.filter = iterator.next()
             case "--help", "-h":
-                print("usage: backgroundable-bench [--quick] [--json] [--units N] [--repetitions N] [--filter SUBSTRING[,SUBSTRING...]]")
+                print(
+                    "usage: backgroundable-bench [--quick] [--json] [--units N] [--repetitions N] [--filter SUBSTRING[,SUBSTRING...]]"
+                )
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
@@ -92,7 +94,8 @@ if options.json {
     var entries: [String] = []
     for result in results {
         entries.append(
-            "\"\(result.id)\": {\"unit\": \"\(result.unit)\", \"median\": \(result.median), \"min\": \(result.min), \"max\": \(result.max)}")
+            "\"\(result.id)\": {\"unit\": \"\(result.unit)\", \"median\": \(result.median), \"min\": \(result.min), \"max\": \(result.max)}"
+        )
     }
     print("{\"scenarios\": {\(entries.joined(separator: ", "))}}")
 } else {
@@ -105,7 +108,9 @@ if options.json {
     }
     print("backgroundable-bench: \(units) units x \(repetitions) repetitions (memory: \(memoryUnits) pending units)")
     print("")
-    let header = pad("scenario", 48) + padLeft("median", 10) + padLeft("min", 10) + padLeft("max", 10) + "  " + pad("unit", 11) + "ratio (target) vs"
+    let header =
+        pad("scenario", 48) + padLeft("median", 10) + padLeft("min", 10) + padLeft("max", 10) + "  " + pad("unit", 11)
+        + "ratio (target) vs"
     print(header)
     print(String(repeating: "-", count: header.count + 30))
     for result in results {

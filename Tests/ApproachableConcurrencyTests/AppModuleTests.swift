@@ -115,64 +115,64 @@ struct AppModuleTests {
 }
 
 #if Macros
-// The macros in a main-actor-by-default module: a class and a struct (main-actor by
-// default), an actor, and a type that opts out with `nonisolated`.
+    // The macros in a main-actor-by-default module: a class and a struct (main-actor by
+    // default), an actor, and a type that opts out with `nonisolated`.
 
-@BackgroundableProperty
-final class PhotoUploader {
-    var saved = 0
-    var savedHere: (() -> Void)?
+    @BackgroundableProperty
+    final class PhotoUploader {
+        var saved = 0
+        var savedHere: (() -> Void)?
 
-    @Backgroundable(expirationFunc: "saveProgress")
-    func upload(_ provider: RecordingBackgroundTaskProvider) {
-        provider.expireAll()
-    }
-
-    func saveProgress() {
-        saved += 1  // main-actor state: the expiration runs on the main actor
-        savedHere?()
-    }
-}
-
-struct Exporter {
-    @Backgroundable(withName: "Export")
-    func export() -> Int { 3 }
-}
-
-actor Archive {
-    var expirations = 0
-
-    @Backgroundable(expirationFunc: "expired")
-    func store() -> Int { expirations }
-
-    func expired() { expirations += 1 }
-}
-
-nonisolated final class Checksummer: Sendable {
-    @Backgroundable(expirationFunc: "expired")
-    func checksum() -> Int { 11 }
-
-    func expired() {}
-}
-
-@Suite("Macros in an approachable-concurrency module")
-struct ApproachableMacroTests {
-    @Test func everyKindOfTypeExpandsAndRuns() async {
-        let provider = RecordingBackgroundTaskProvider()
-        let uploader = PhotoUploader()
-        await withCheckedContinuation { continuation in
-            uploader.savedHere = { continuation.resume() }
-            DefaultBackgroundTaskProvider.withProvider(provider) { uploader.upload(provider) }
+        @Backgroundable(expirationFunc: "saveProgress")
+        func upload(_ provider: RecordingBackgroundTaskProvider) {
+            provider.expireAll()
         }
-        #expect(uploader.saved == 1)
-        let exported = DefaultBackgroundTaskProvider.withProvider(provider) { Exporter().export() }
-        #expect(exported == 3)
-        let stored = await DefaultBackgroundTaskProvider.withProvider(provider) { await Archive().store() }
-        #expect(stored == 0)
-        let sum = DefaultBackgroundTaskProvider.withProvider(provider) { Checksummer().checksum() }
-        #expect(sum == 11)
-        #expect(provider.activeIdentifiers.isEmpty)
-        #expect(provider.unbalancedEndCount == 0)
+
+        func saveProgress() {
+            saved += 1  // main-actor state: the expiration runs on the main actor
+            savedHere?()
+        }
     }
-}
+
+    struct Exporter {
+        @Backgroundable(withName: "Export")
+        func export() -> Int { 3 }
+    }
+
+    actor Archive {
+        var expirations = 0
+
+        @Backgroundable(expirationFunc: "expired")
+        func store() -> Int { expirations }
+
+        func expired() { expirations += 1 }
+    }
+
+    nonisolated final class Checksummer: Sendable {
+        @Backgroundable(expirationFunc: "expired")
+        func checksum() -> Int { 11 }
+
+        func expired() {}
+    }
+
+    @Suite("Macros in an approachable-concurrency module")
+    struct ApproachableMacroTests {
+        @Test func everyKindOfTypeExpandsAndRuns() async {
+            let provider = RecordingBackgroundTaskProvider()
+            let uploader = PhotoUploader()
+            await withCheckedContinuation { continuation in
+                uploader.savedHere = { continuation.resume() }
+                DefaultBackgroundTaskProvider.withProvider(provider) { uploader.upload(provider) }
+            }
+            #expect(uploader.saved == 1)
+            let exported = DefaultBackgroundTaskProvider.withProvider(provider) { Exporter().export() }
+            #expect(exported == 3)
+            let stored = await DefaultBackgroundTaskProvider.withProvider(provider) { await Archive().store() }
+            #expect(stored == 0)
+            let sum = DefaultBackgroundTaskProvider.withProvider(provider) { Checksummer().checksum() }
+            #expect(sum == 11)
+            #expect(provider.activeIdentifiers.isEmpty)
+            #expect(provider.unbalancedEndCount == 0)
+        }
+    }
 #endif

@@ -1,501 +1,503 @@
 #if Macros
-import BackgroundableMacros
-import SwiftSyntaxMacros
-import SwiftSyntaxMacrosGenericTestSupport
-import SwiftSyntaxMacrosTestSupport
-import XCTest
+    import BackgroundableMacros
+    import SwiftSyntaxMacros
+    import SwiftSyntaxMacrosGenericTestSupport
+    import SwiftSyntaxMacrosTestSupport
+    import XCTest
 
-// `assertMacroExpansion` reports through XCTest, so these are XCTest cases.
-final class BackgroundableMacroExpansionTests: XCTestCase {
-    let macros: [String: any Macro.Type] = [
-        "Backgroundable": BackgroundableMacro.self,
-        "BackgroundableProperty": BackgroundablePropertyMacro.self,
-    ]
+    // `assertMacroExpansion` reports through XCTest, so these are XCTest cases.
+    final class BackgroundableMacroExpansionTests: XCTestCase {
+        let macros: [String: any Macro.Type] = [
+            "Backgroundable": BackgroundableMacro.self,
+            "BackgroundableProperty": BackgroundablePropertyMacro.self,
+        ]
 
-    func testDefaultNameInAClass() {
-        assertMacroExpansion(
-            """
-            final class Uploader {
-                @Backgroundable
-                func upload() {
-                    send()
-                }
-            }
-            """,
-            expandedSource: """
+        func testDefaultNameInAClass() {
+            assertMacroExpansion(
+                """
                 final class Uploader {
+                    @Backgroundable
                     func upload() {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Uploader.upload")
-                        defer {
-                            __macro_local_9assertionfMu_.end()
-                        }
                         send()
                     }
                 }
                 """,
-            macros: macros
-        )
-    }
-
-    func testNameAndExpirationInAClassAsyncThrows() {
-        assertMacroExpansion(
-            """
-            final class Uploader {
-                @Backgroundable(withName: "Upload", expirationFunc: "saveProgress")
-                func upload() async throws -> Int {
-                    try await send()
-                    return 1
-                }
-            }
-            """,
-            expandedSource: """
-                final class Uploader {
-                    func upload() async throws -> Int {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
-                            named: "Upload",
-                            onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
-                                $0.saveProgress()
+                expandedSource: """
+                    final class Uploader {
+                        func upload() {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Uploader.upload")
+                            defer {
+                                __macro_local_9assertionfMu_.end()
                             }
-                        )
-                        defer {
-                            __macro_local_9assertionfMu_.end()
+                            send()
                         }
+                    }
+                    """,
+                macros: macros
+            )
+        }
+
+        func testNameAndExpirationInAClassAsyncThrows() {
+            assertMacroExpansion(
+                """
+                final class Uploader {
+                    @Backgroundable(withName: "Upload", expirationFunc: "saveProgress")
+                    func upload() async throws -> Int {
                         try await send()
                         return 1
                     }
                 }
                 """,
-            macros: macros
-        )
-    }
-
-    func testSingleExpressionBodyGetsAnExplicitReturn() {
-        assertMacroExpansion(
-            """
-            struct Reader {
-                @Backgroundable
-                func read() -> Int { 42 }
-            }
-            """,
-            expandedSource: """
-                struct Reader {
-                    func read() -> Int {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Reader.read")
-                        defer {
-                            __macro_local_9assertionfMu_.end()
+                expandedSource: """
+                    final class Uploader {
+                        func upload() async throws -> Int {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
+                                named: "Upload",
+                                onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
+                                    $0.saveProgress()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                            }
+                            try await send()
+                            return 1
                         }
-                        return 42
                     }
+                    """,
+                macros: macros
+            )
+        }
+
+        func testSingleExpressionBodyGetsAnExplicitReturn() {
+            assertMacroExpansion(
+                """
+                struct Reader {
+                    @Backgroundable
+                    func read() -> Int { 42 }
                 }
                 """,
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    struct Reader {
+                        func read() -> Int {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Reader.read")
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                            }
+                            return 42
+                        }
+                    }
+                    """,
+                macros: macros
+            )
+        }
 
-    func testStructUsesTheValueOverload() {
-        assertMacroExpansion(
-            """
-            struct Reader {
-                @Backgroundable(expirationFunc: "stop")
-                func read() {
-                }
-            }
-            """,
-            expandedSource: """
+        func testStructUsesTheValueOverload() {
+            assertMacroExpansion(
+                """
                 struct Reader {
+                    @Backgroundable(expirationFunc: "stop")
                     func read() {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
-                            named: "Reader.read",
-                            onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
-                                $0.stop()
-                            }
-                        )
-                        defer {
-                            __macro_local_9assertionfMu_.end()
-                        }
                     }
                 }
                 """,
-            macros: macros
-        )
-    }
-
-    func testActorCallsTheExpirationOnTheActor() {
-        assertMacroExpansion(
-            """
-            actor Store {
-                @Backgroundable(expirationFunc: "flush")
-                func save() async {
-                    await write()
-                }
-            }
-            """,
-            expandedSource: """
-                actor Store {
-                    func save() async {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
-                            named: "Store.save",
-                            onExpiration: _BackgroundableMacroSupport.actorExpirationHandler(for: self) {
-                                $0.flush()
+                expandedSource: """
+                    struct Reader {
+                        func read() {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
+                                named: "Reader.read",
+                                onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
+                                    $0.stop()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu_.end()
                             }
-                        )
-                        defer {
-                            __macro_local_9assertionfMu_.end()
                         }
+                    }
+                    """,
+                macros: macros
+            )
+        }
+
+        func testActorCallsTheExpirationOnTheActor() {
+            assertMacroExpansion(
+                """
+                actor Store {
+                    @Backgroundable(expirationFunc: "flush")
+                    func save() async {
                         await write()
                     }
                 }
                 """,
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    actor Store {
+                        func save() async {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
+                                named: "Store.save",
+                                onExpiration: _BackgroundableMacroSupport.actorExpirationHandler(for: self) {
+                                    $0.flush()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                            }
+                            await write()
+                        }
+                    }
+                    """,
+                macros: macros
+            )
+        }
 
-    func testMainActorTypeCallsTheExpirationOnTheMainActor() {
-        assertMacroExpansion(
-            """
-            @MainActor
-            final class Model {
-                @Backgroundable(expirationFunc: "expired")
-                func refresh() {
-                }
-            }
-            """,
-            expandedSource: """
+        func testMainActorTypeCallsTheExpirationOnTheMainActor() {
+            assertMacroExpansion(
+                """
                 @MainActor
                 final class Model {
+                    @Backgroundable(expirationFunc: "expired")
                     func refresh() {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
-                            named: "Model.refresh",
-                            onExpiration: _BackgroundableMacroSupport.mainActorExpirationHandler(for: self) {
-                                $0.expired()
+                    }
+                }
+                """,
+                expandedSource: """
+                    @MainActor
+                    final class Model {
+                        func refresh() {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
+                                named: "Model.refresh",
+                                onExpiration: _BackgroundableMacroSupport.mainActorExpirationHandler(for: self) {
+                                    $0.expired()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                            }
+                        }
+                    }
+                    """,
+                macros: macros
+            )
+        }
+
+        func testNestedTypeInAnExtensionAndFreeFunction() {
+            assertMacroExpansion(
+                """
+                extension Outer.Inner {
+                    @Backgroundable
+                    static func work() {
+                    }
+                }
+                @MainActor @Backgroundable(expirationFunc: "cleanUp")
+                func topLevel() {
+                }
+                """,
+                expandedSource: """
+                    extension Outer.Inner {
+                        static func work() {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Outer.Inner.work")
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                            }
+                        }
+                    }
+                    @MainActor
+                    func topLevel() {
+                        let __macro_local_9assertionfMu0_ = BackgroundTimeAssertion.begin(
+                            named: "topLevel",
+                            onExpiration: _BackgroundableMacroSupport.mainActorExpirationHandler {
+                                cleanUp()
                             }
                         )
                         defer {
-                            __macro_local_9assertionfMu_.end()
+                            __macro_local_9assertionfMu0_.end()
                         }
                     }
-                }
-                """,
-            macros: macros
-        )
-    }
+                    """,
+                macros: macros
+            )
+        }
 
-    func testNestedTypeInAnExtensionAndFreeFunction() {
-        assertMacroExpansion(
-            """
-            extension Outer.Inner {
-                @Backgroundable
-                static func work() {
-                }
-            }
-            @MainActor @Backgroundable(expirationFunc: "cleanUp")
-            func topLevel() {
-            }
-            """,
-            expandedSource: """
-                extension Outer.Inner {
-                    static func work() {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Outer.Inner.work")
-                        defer {
-                            __macro_local_9assertionfMu_.end()
-                        }
-                    }
-                }
-                @MainActor
-                func topLevel() {
-                    let __macro_local_9assertionfMu0_ = BackgroundTimeAssertion.begin(
-                        named: "topLevel",
-                        onExpiration: _BackgroundableMacroSupport.mainActorExpirationHandler {
-                            cleanUp()
-                        }
-                    )
-                    defer {
-                        __macro_local_9assertionfMu0_.end()
-                    }
-                }
-                """,
-            macros: macros
-        )
-    }
-
-    func testPropertyNameStoresTheAssertion() {
-        assertMacroExpansion(
-            """
-            @BackgroundableProperty(name: "uploadAssertion")
-            public final class Uploader {
-                @Backgroundable(propertyName: "uploadAssertion")
-                func upload() {
-                }
-            }
-            """,
-            expandedSource: """
+        func testPropertyNameStoresTheAssertion() {
+            assertMacroExpansion(
+                """
+                @BackgroundableProperty(name: "uploadAssertion")
                 public final class Uploader {
+                    @Backgroundable(propertyName: "uploadAssertion")
                     func upload() {
-                        let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Uploader.upload")
-                        self.uploadAssertion.hold(__macro_local_9assertionfMu_)
-                        defer {
-                            __macro_local_9assertionfMu_.end()
-                            self.uploadAssertion.release(__macro_local_9assertionfMu_)
-                        }
                     }
-
-                    /// The background-time assertion held by this object's `@Backgroundable` methods.
-                    public let uploadAssertion = BackgroundTimeAssertionSlot()
                 }
                 """,
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    public final class Uploader {
+                        func upload() {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(named: "Uploader.upload")
+                            self.uploadAssertion.hold(__macro_local_9assertionfMu_)
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                                self.uploadAssertion.release(__macro_local_9assertionfMu_)
+                            }
+                        }
 
-    func testPropertyMacroDefaultName() {
-        assertMacroExpansion(
-            """
-            @BackgroundableProperty
-            final class Sync {
-            }
-            """,
-            expandedSource: """
+                        /// The background-time assertion held by this object's `@Backgroundable` methods.
+                        public let uploadAssertion = BackgroundTimeAssertionSlot()
+                    }
+                    """,
+                macros: macros
+            )
+        }
+
+        func testPropertyMacroDefaultName() {
+            assertMacroExpansion(
+                """
+                @BackgroundableProperty
                 final class Sync {
-
-                    /// The background-time assertion held by this object's `@Backgroundable` methods.
-                    let backgroundTimeAssertion = BackgroundTimeAssertionSlot()
                 }
                 """,
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    final class Sync {
 
-    // MARK: - Diagnostics
+                        /// The background-time assertion held by this object's `@Backgroundable` methods.
+                        let backgroundTimeAssertion = BackgroundTimeAssertionSlot()
+                    }
+                    """,
+                macros: macros
+            )
+        }
 
-    func testMethodWithoutBody() {
-        assertMacroExpansion(
-            """
-            protocol Uploading {
-                @Backgroundable
-                func upload()
-            }
-            """,
-            expandedSource: """
+        // MARK: - Diagnostics
+
+        func testMethodWithoutBody() {
+            assertMacroExpansion(
+                """
                 protocol Uploading {
+                    @Backgroundable
                     func upload()
                 }
                 """,
-            diagnostics: [
-                DiagnosticSpec(message: "@Backgroundable needs a body to wrap, but 'upload' has none", line: 3, column: 10)
-            ],
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    protocol Uploading {
+                        func upload()
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message: "@Backgroundable needs a body to wrap, but 'upload' has none", line: 3, column: 10)
+                ],
+                macros: macros
+            )
+        }
 
-    func testNotAFunction() {
-        assertMacroExpansion(
-            """
-            final class Uploader {
-                @Backgroundable
-                init() {
-                }
-            }
-            """,
-            expandedSource: """
+        func testNotAFunction() {
+            assertMacroExpansion(
+                """
                 final class Uploader {
+                    @Backgroundable
                     init() {
                     }
                 }
                 """,
-            diagnostics: [
-                DiagnosticSpec(message: "@Backgroundable can only be attached to a method or function", line: 2, column: 5)
-            ],
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    final class Uploader {
+                        init() {
+                        }
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message: "@Backgroundable can only be attached to a method or function", line: 2, column: 5)
+                ],
+                macros: macros
+            )
+        }
 
-    func testNonLiteralAndInterpolatedArguments() {
-        assertMacroExpansion(
-            """
-            struct S {
-                @Backgroundable(withName: name, expirationFunc: "\\(function)")
-                func work() {
-                }
-            }
-            """,
-            expandedSource: """
-                struct S {
-                    func work() {
-                    }
-                }
-                """,
-            diagnostics: [
-                DiagnosticSpec(
-                    message: "'withName:' must be a string literal; the macro reads it at compile time",
-                    line: 2,
-                    column: 31
-                ),
-                DiagnosticSpec(
-                    message:
-                        "'expirationFunc:' must be a plain string literal without interpolation; the macro reads it at compile time",
-                    line: 2,
-                    column: 53
-                ),
-            ],
-            macros: macros
-        )
-    }
-
-    func testEmptyName() {
-        assertMacroExpansion(
-            """
-            struct S {
-                @Backgroundable(withName: "")
-                func work() {
-                }
-            }
-            """,
-            expandedSource: """
-                struct S {
-                    func work() {
-                    }
-                }
-                """,
-            diagnostics: [DiagnosticSpec(message: "'withName:' must not be empty", line: 2, column: 31)],
-            macros: macros
-        )
-    }
-
-    func testExpirationFuncThatIsNotAnIdentifierGetsAFixIt() {
-        assertMacroExpansion(
-            """
-            struct S {
-                @Backgroundable(expirationFunc: "self.save()")
-                func work() {
-                }
-            }
-            """,
-            expandedSource: """
-                struct S {
-                    func work() {
-                    }
-                }
-                """,
-            diagnostics: [
-                DiagnosticSpec(
-                    message: "'expirationFunc:' must name a member, but \"self.save()\" is not an identifier",
-                    line: 2,
-                    column: 37,
-                    fixIts: [FixItSpec(message: "use \"save\"")]
-                )
-            ],
-            macros: macros,
-            applyFixIts: ["use \"save\""],
-            fixedSource: """
-                struct S {
-                    @Backgroundable(expirationFunc: "save")
-                    func work() {
-                    }
-                }
+        func testNonLiteralAndInterpolatedArguments() {
+            assertMacroExpansion(
                 """
-        )
-    }
+                struct S {
+                    @Backgroundable(withName: name, expirationFunc: "\\(function)")
+                    func work() {
+                    }
+                }
+                """,
+                expandedSource: """
+                    struct S {
+                        func work() {
+                        }
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message: "'withName:' must be a string literal; the macro reads it at compile time",
+                        line: 2,
+                        column: 31
+                    ),
+                    DiagnosticSpec(
+                        message:
+                            "'expirationFunc:' must be a plain string literal without interpolation; the macro reads it at compile time",
+                        line: 2,
+                        column: 53
+                    ),
+                ],
+                macros: macros
+            )
+        }
 
-    func testPropertyMacroOnNonClasses() {
-        assertMacroExpansion(
-            """
-            @BackgroundableProperty
-            struct S {
-            }
-            @BackgroundableProperty
-            actor A {
-            }
-            """,
-            expandedSource: """
+        func testEmptyName() {
+            assertMacroExpansion(
+                """
+                struct S {
+                    @Backgroundable(withName: "")
+                    func work() {
+                    }
+                }
+                """,
+                expandedSource: """
+                    struct S {
+                        func work() {
+                        }
+                    }
+                    """,
+                diagnostics: [DiagnosticSpec(message: "'withName:' must not be empty", line: 2, column: 31)],
+                macros: macros
+            )
+        }
+
+        func testExpirationFuncThatIsNotAnIdentifierGetsAFixIt() {
+            assertMacroExpansion(
+                """
+                struct S {
+                    @Backgroundable(expirationFunc: "self.save()")
+                    func work() {
+                    }
+                }
+                """,
+                expandedSource: """
+                    struct S {
+                        func work() {
+                        }
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message: "'expirationFunc:' must name a member, but \"self.save()\" is not an identifier",
+                        line: 2,
+                        column: 37,
+                        fixIts: [FixItSpec(message: "use \"save\"")]
+                    )
+                ],
+                macros: macros,
+                applyFixIts: ["use \"save\""],
+                fixedSource: """
+                    struct S {
+                        @Backgroundable(expirationFunc: "save")
+                        func work() {
+                        }
+                    }
+                    """
+            )
+        }
+
+        func testPropertyMacroOnNonClasses() {
+            assertMacroExpansion(
+                """
+                @BackgroundableProperty
                 struct S {
                 }
+                @BackgroundableProperty
                 actor A {
                 }
                 """,
-            diagnostics: [
-                DiagnosticSpec(
-                    message:
-                        "@BackgroundableProperty can only be attached to a class, not to a struct; declare 'let <name> = BackgroundTimeAssertionSlot()' yourself instead",
-                    line: 1,
-                    column: 1
-                ),
-                DiagnosticSpec(
-                    message:
-                        "@BackgroundableProperty can only be attached to a class, not to an actor; declare 'let <name> = BackgroundTimeAssertionSlot()' yourself instead",
-                    line: 4,
-                    column: 1
-                ),
-            ],
-            macros: macros
-        )
-    }
+                expandedSource: """
+                    struct S {
+                    }
+                    actor A {
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message:
+                            "@BackgroundableProperty can only be attached to a class, not to a struct; declare 'let <name> = BackgroundTimeAssertionSlot()' yourself instead",
+                        line: 1,
+                        column: 1
+                    ),
+                    DiagnosticSpec(
+                        message:
+                            "@BackgroundableProperty can only be attached to a class, not to an actor; declare 'let <name> = BackgroundTimeAssertionSlot()' yourself instead",
+                        line: 4,
+                        column: 1
+                    ),
+                ],
+                macros: macros
+            )
+        }
 
-    func testPropertyNameNotDeclaredGetsAFixIt() {
-        assertMacroExpansion(
-            """
-            @BackgroundableProperty(name: "assertion")
-            final class C {
-                @Backgroundable(propertyName: "asertion")
-                func work() {
-                }
-            }
-            """,
-            expandedSource: """
+        func testPropertyNameNotDeclaredGetsAFixIt() {
+            assertMacroExpansion(
+                """
+                @BackgroundableProperty(name: "assertion")
                 final class C {
+                    @Backgroundable(propertyName: "asertion")
                     func work() {
                     }
-
-                    /// The background-time assertion held by this object's `@Backgroundable` methods.
-                    let assertion = BackgroundTimeAssertionSlot()
                 }
                 """,
-            diagnostics: [
-                DiagnosticSpec(
-                    message:
-                        "'propertyName: \"asertion\"' names no property declared by @BackgroundableProperty on 'C' (it declares 'assertion')",
-                    line: 3,
-                    column: 35,
-                    fixIts: [FixItSpec(message: "use \"assertion\"")]
-                )
-            ],
-            macros: macros,
-            applyFixIts: ["use \"assertion\""],
-            fixedSource: """
-                @BackgroundableProperty(name: "assertion")
+                expandedSource: """
+                    final class C {
+                        func work() {
+                        }
+
+                        /// The background-time assertion held by this object's `@Backgroundable` methods.
+                        let assertion = BackgroundTimeAssertionSlot()
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message:
+                            "'propertyName: \"asertion\"' names no property declared by @BackgroundableProperty on 'C' (it declares 'assertion')",
+                        line: 3,
+                        column: 35,
+                        fixIts: [FixItSpec(message: "use \"assertion\"")]
+                    )
+                ],
+                macros: macros,
+                applyFixIts: ["use \"assertion\""],
+                fixedSource: """
+                    @BackgroundableProperty(name: "assertion")
+                    final class C {
+                        @Backgroundable(propertyName: "assertion")
+                        func work() {
+                        }
+                    }
+                    """
+            )
+        }
+
+        func testPropertyNameWithoutPropertyMacro() {
+            assertMacroExpansion(
+                """
                 final class C {
                     @Backgroundable(propertyName: "assertion")
                     func work() {
                     }
                 }
-                """
-        )
-    }
-
-    func testPropertyNameWithoutPropertyMacro() {
-        assertMacroExpansion(
-            """
-            final class C {
-                @Backgroundable(propertyName: "assertion")
-                func work() {
-                }
-            }
-            """,
-            expandedSource: """
-                final class C {
-                    func work() {
-                    }
-                }
                 """,
-            diagnostics: [
-                DiagnosticSpec(
-                    message:
-                        "'propertyName: \"assertion\"' names no property declared by @BackgroundableProperty; add @BackgroundableProperty(name: \"assertion\") to 'C'",
-                    line: 2,
-                    column: 35
-                )
-            ],
-            macros: macros
-        )
+                expandedSource: """
+                    final class C {
+                        func work() {
+                        }
+                    }
+                    """,
+                diagnostics: [
+                    DiagnosticSpec(
+                        message:
+                            "'propertyName: \"assertion\"' names no property declared by @BackgroundableProperty; add @BackgroundableProperty(name: \"assertion\") to 'C'",
+                        line: 2,
+                        column: 35
+                    )
+                ],
+                macros: macros
+            )
+        }
     }
-}
 #endif

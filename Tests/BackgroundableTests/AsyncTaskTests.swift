@@ -1,6 +1,7 @@
-@testable import Backgroundable
 import Dispatch
 import Testing
+
+@testable import Backgroundable
 
 @Suite("AsyncTask outcomes and state")
 struct AsyncTaskTests {
@@ -143,11 +144,14 @@ struct AsyncTaskTests {
         var units: [AsyncTask] = []
         for index in 0..<iterations {
             let started = Signal()
-            let unit = queue.add(timeout: .milliseconds(1), onTimeout: { task in
-                #expect(task.currentOutcome?.kind == .timedOut)
-                timeouts.append(index)
-                timeoutCalled[index].signal()
-            }) { _ in started.signal() }
+            let unit = queue.add(
+                timeout: .milliseconds(1),
+                onTimeout: { task in
+                    #expect(task.currentOutcome?.kind == .timedOut)
+                    timeouts.append(index)
+                    timeoutCalled[index].signal()
+                }
+            ) { _ in started.signal() }
             // The 1 ms timeout may end the unit before its body runs.
             unit.onEnd { _ in
                 endings.append(index)

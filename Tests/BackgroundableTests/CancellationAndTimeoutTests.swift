@@ -1,7 +1,8 @@
-import Synchronization
-@testable import Backgroundable
 import Dispatch
+import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 @Suite("Cancellation")
 struct CancellationTests {
@@ -117,10 +118,13 @@ struct TimeoutTests {
         let calls = Recorder<AsyncTask.Outcome.Kind?>()
         let fired = Signal()
         let start = ContinuousClock.now
-        let unit = queue.add(timeout: .milliseconds(50), onTimeout: { task in
-            calls.append(task.currentOutcome?.kind)
-            fired.signal()
-        }) { _ in }
+        let unit = queue.add(
+            timeout: .milliseconds(50),
+            onTimeout: { task in
+                calls.append(task.currentOutcome?.kind)
+                fired.signal()
+            }
+        ) { _ in }
         await fired.wait()
         let elapsed = ContinuousClock.now - start
         #expect(elapsed >= .milliseconds(50))

@@ -1,6 +1,7 @@
-@testable import Backgroundable
 import Dispatch
 import Testing
+
+@testable import Backgroundable
 
 @Suite("Name-based deduplication")
 struct DeduplicationTests {

@@ -1,7 +1,8 @@
-import Synchronization
-@testable import Backgroundable
 import Dispatch
+import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 @Suite("Events, delegate and idle")
 struct ObservationTests {

@@ -1,6 +1,7 @@
-@testable import Backgroundable
 import Dispatch
 import Testing
+
+@testable import Backgroundable
 
 @Suite("Scheduling: FIFO, limits, priorities, suspension")
 struct SchedulingTests {
@@ -121,7 +122,10 @@ struct SchedulingTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         queue.suspend()
         let order = Recorder<String>()
-        for (name, priority) in [("low1", TaskPriority.low), ("mid1", .medium), ("high1", .high), ("low2", .low), ("high2", .high), ("bg", .background), ("none", nil)] {
+        for (name, priority) in [
+            ("low1", TaskPriority.low), ("mid1", .medium), ("high1", .high), ("low2", .low), ("high2", .high),
+            ("bg", .background), ("none", nil),
+        ] {
             queue.add(name: name, priority: priority) { task in
                 order.append(name)
                 task.finish()
@@ -189,12 +193,13 @@ struct SchedulingTests {
     @Test func addContentsOfAddsInOrder() async {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let order = Recorder<Int>()
-        queue.add(contentsOf: (0..<10).map { index in
-            AsyncTask { task in
-                order.append(index)
-                task.finish()
-            }
-        })
+        queue.add(
+            contentsOf: (0..<10).map { index in
+                AsyncTask { task in
+                    order.append(index)
+                    task.finish()
+                }
+            })
         await queue.waitUntilIdle()
         #expect(order.all == Array(0..<10))
     }

@@ -1,5 +1,6 @@
-@testable import Backgroundable
 import Testing
+
+@testable import Backgroundable
 
 @Suite("Sequential groups")
 struct SequenceTests {
@@ -26,7 +27,10 @@ struct SequenceTests {
         queue.suspend()
         let holder = queue.add(name: "taken") { $0.finish() }
         let order = Recorder<String>()
-        func member(_ label: String, name: String? = nil, policy: UniquenessPolicy = .ignore, timeout: Duration? = .seconds(10), finishes: Bool = true) -> AsyncTask {
+        func member(
+            _ label: String, name: String? = nil, policy: UniquenessPolicy = .ignore, timeout: Duration? = .seconds(10),
+            finishes: Bool = true
+        ) -> AsyncTask {
             AsyncTask(name: name, timeout: timeout, uniquenessPolicy: policy) { task in
                 order.append(label)
                 if finishes { task.finish() }

@@ -1,5 +1,6 @@
-@testable import Backgroundable
 import Testing
+
+@testable import Backgroundable
 
 @Suite struct SmokeTests {
     @Test func callbackAndOperationUnitsFinish() async throws {

@@ -1,5 +1,6 @@
-@testable import Backgroundable
 import Synchronization
+
+@testable import Backgroundable
 
 /// A thread-safe box for values tests collect from units.
 final class Recorder<Value: Sendable>: Sendable {

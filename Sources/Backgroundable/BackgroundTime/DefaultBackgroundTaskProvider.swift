@@ -68,11 +68,11 @@ public enum DefaultBackgroundTaskProvider {
 
     private static var platformDefault: any BackgroundTaskProvider {
         #if canImport(UIKit) && !os(watchOS)
-        UIApplicationBackgroundTaskProvider.shared
+            UIApplicationBackgroundTaskProvider.shared
         #elseif os(watchOS)
-        ExpiringActivityBackgroundTaskProvider.shared
+            ExpiringActivityBackgroundTaskProvider.shared
         #else
-        NoopBackgroundTaskProvider.shared
+            NoopBackgroundTaskProvider.shared
         #endif
     }
 }

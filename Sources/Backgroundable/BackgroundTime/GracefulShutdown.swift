@@ -14,7 +14,8 @@ public enum GracefulShutdown {
     ///   - exitStatus: The exit status when the grace period runs out; default 75.
     /// - Returns: The provider, for ``GracefulShutdownBackgroundTaskProvider/monitor(_:)``.
     @discardableResult
-    public static func install(gracePeriod: Duration, exitStatus: Int32 = 75) -> GracefulShutdownBackgroundTaskProvider {
+    public static func install(gracePeriod: Duration, exitStatus: Int32 = 75) -> GracefulShutdownBackgroundTaskProvider
+    {
         let (provider, isNew) = installed.withLock { installed in
             if let installed { return (installed, false) }
             let provider = GracefulShutdownBackgroundTaskProvider(gracePeriod: gracePeriod, exitStatus: exitStatus)

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A ``BackgroundTaskProvider`` for servers and command-line tools: while any
 /// assertion is held — while any queue using it is busy — SIGTERM and SIGINT do not
@@ -142,7 +143,11 @@ public final class GracefulShutdownBackgroundTaskProvider: BackgroundTaskProvide
     /// What a SIGTERM or SIGINT does; see the type's documentation. Runs on the
     /// provider's signal queue (tests call it directly).
     func shutdownRequested() {
-        enum Action { case exitNow, startGracePeriod(UInt64), expireNow, nothing }
+        enum Action {
+            case exitNow
+            case startGracePeriod(UInt64)
+            case expireNow, nothing
+        }
         let action = state.withLock { state -> Action in
             switch state.phase {
             case .running:

@@ -1,7 +1,7 @@
 import Dispatch
 
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Main-thread helpers shared by the UIKit provider and the macros' main-actor
@@ -10,20 +10,20 @@ enum MainThread {
     /// `true` on the process's main thread (where the main actor runs).
     static var isCurrent: Bool {
         #if canImport(Darwin)
-        pthread_main_np() != 0
+            pthread_main_np() != 0
         #else
-        // Elsewhere the main actor runs on the main dispatch queue, which we tag.
-        DispatchQueue.getSpecific(key: mainQueueKey) == true
+            // Elsewhere the main actor runs on the main dispatch queue, which we tag.
+            DispatchQueue.getSpecific(key: mainQueueKey) == true
         #endif
     }
 
     #if !canImport(Darwin)
-    /// Set on the main queue once, the first time it is needed.
-    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
-        let key = DispatchSpecificKey<Bool>()
-        DispatchQueue.main.setSpecific(key: key, value: true)
-        return key
-    }()
+        /// Set on the main queue once, the first time it is needed.
+        private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+            let key = DispatchSpecificKey<Bool>()
+            DispatchQueue.main.setSpecific(key: key, value: true)
+            return key
+        }()
     #endif
 
     /// Runs `body` on the main actor and returns its result, synchronously.

@@ -123,7 +123,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         self.closure = nil
         self.onTimeoutCallback = nil
         self.uniquenessPolicy = task.uniquenessPolicy
-        self.timeout = task.timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? .infinity
+        self.timeout =
+            task.timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? .infinity
         super.init()
         self.name = task.name
         // The unit is someone else's: it may end at any time.

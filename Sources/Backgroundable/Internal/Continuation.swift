@@ -4,23 +4,23 @@
 // double resume and reports a leaked one — CI runs the sanitizer suite that way.
 
 #if BACKGROUNDABLE_CHECKED_CONTINUATIONS
-typealias Continuation<Value> = CheckedContinuation<Value, Never>
+    typealias Continuation<Value> = CheckedContinuation<Value, Never>
 
-@inline(__always)
-func withContinuation<Value>(
-    isolation: isolated (any Actor)? = #isolation,
-    _ body: (Continuation<Value>) -> Void
-) async -> sending Value {
-    await withCheckedContinuation(isolation: isolation, body)
-}
+    @inline(__always)
+    func withContinuation<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (Continuation<Value>) -> Void
+    ) async -> sending Value {
+        await withCheckedContinuation(isolation: isolation, body)
+    }
 #else
-typealias Continuation<Value> = UnsafeContinuation<Value, Never>
+    typealias Continuation<Value> = UnsafeContinuation<Value, Never>
 
-@inline(__always)
-func withContinuation<Value>(
-    isolation: isolated (any Actor)? = #isolation,
-    _ body: (Continuation<Value>) -> Void
-) async -> sending Value {
-    await withUnsafeContinuation(isolation: isolation, body)
-}
+    @inline(__always)
+    func withContinuation<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (Continuation<Value>) -> Void
+    ) async -> sending Value {
+        await withUnsafeContinuation(isolation: isolation, body)
+    }
 #endif

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The clock `ContinuousClock` reads (it keeps counting while the system sleeps), as
@@ -16,9 +16,9 @@ enum ContinuousNanoseconds {
     static func now() -> Int64 {
         var time = timespec()
         #if canImport(Darwin)
-        clock_gettime(CLOCK_MONOTONIC_RAW, &time)
+            clock_gettime(CLOCK_MONOTONIC_RAW, &time)
         #else
-        clock_gettime(CLOCK_BOOTTIME, &time)
+            clock_gettime(CLOCK_BOOTTIME, &time)
         #endif
         return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
     }

@@ -549,7 +549,8 @@ struct QueueStateMachine<Member: AnyObject> {
     /// and its successor in a sequential group becomes ready, whatever the outcome.
     private mutating func release(_ slot: Int32) {
         let (place, predecessor, successor) = (
-            records[Int(slot)].place, records[Int(slot)].predecessor, records[Int(slot)].successor)
+            records[Int(slot)].place, records[Int(slot)].predecessor, records[Int(slot)].successor
+        )
         liveCount -= 1
         removeFromName(slot)
         switch place {
@@ -815,7 +816,8 @@ struct QueueStateMachine<Member: AnyObject> {
         let live = records.filter { $0.member != nil }
         let counts = (
             live: live.count, ready: live.filter { $0.place == .ready }.count,
-            timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count)
+            timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count
+        )
         guard (liveCount, readyCount, timedCount) != counts else { return nil }
         return "counts (live, ready, timed) are \((liveCount, readyCount, timedCount)), records say \(counts)"
     }

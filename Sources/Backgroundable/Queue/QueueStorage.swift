@@ -316,5 +316,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
 /// Where one ``QueueStorage/waitUntilIdle()`` stands with its cancellation handler.
 private enum IdleWaitRegistration {
-    case pending, registered(UInt64), cancelled
+    case pending
+    case registered(UInt64)
+    case cancelled
 }

@@ -1,7 +1,8 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Testing
+
+@testable import Backgroundable
 
 @Suite(.timeLimit(.minutes(1)))
 struct AsyncOperationTests {
@@ -91,7 +92,9 @@ struct AsyncOperationTests {
                 callbacks.append((operation.isFinished, operation.isExecuting))
                 fired.signal()
             }
-        ) { _ in /* never finishes */ }
+        ) { _ in
+            // Never finishes.
+        }
         let clock = ContinuousClock()
         let start = clock.now
         OperationQueue().addOperation(operation)

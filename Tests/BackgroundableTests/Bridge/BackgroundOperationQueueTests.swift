@@ -1,7 +1,8 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Testing
+
+@testable import Backgroundable
 
 @Suite(.timeLimit(.minutes(1)))
 struct BackgroundOperationQueueTests {

@@ -1,7 +1,8 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Synchronization
+
+@testable import Backgroundable
 
 /// Waits for `operation` with Foundation's own `waitUntilFinished()` — which only
 /// returns once the operation sent its `isFinished` change notification — on a thread

@@ -1,7 +1,8 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Testing
+
+@testable import Backgroundable
 
 /// The 1.x README examples, adapted only by the documented renames (the 1.x
 /// `BackgroundQueue` class is `BackgroundOperationQueue`, its delegate protocol is

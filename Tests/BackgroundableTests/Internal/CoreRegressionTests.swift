@@ -24,7 +24,9 @@ struct CoreRegressionTests {
         return machine
     }
 
-    private func admission(_ member: ModelMember, name: String? = nil, policy: UniquenessPolicy = .ignore, timeout: Int64? = nil)
+    private func admission(
+        _ member: ModelMember, name: String? = nil, policy: UniquenessPolicy = .ignore, timeout: Int64? = nil
+    )
         -> Machine.Admission
     {
         .init(member: member, name: name, policy: policy, priority: 0, timeout: timeout)
@@ -84,7 +86,8 @@ struct CoreRegressionTests {
         var ended = 0
         for member in members {
             actions = []
-            handles[ObjectIdentifier(member)] = machine.add(admission(member, name: "refresh", policy: .replace), actions: &actions)
+            handles[ObjectIdentifier(member)] = machine.add(
+                admission(member, name: "refresh", policy: .replace), actions: &actions)
             for case .end(let replaced, .replaced) in actions {
                 ended += 1
                 machine.memberEnded(handles[ObjectIdentifier(replaced)]!, .replaced, actions: &actions)

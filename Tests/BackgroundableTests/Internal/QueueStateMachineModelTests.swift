@@ -125,7 +125,9 @@ struct ReferenceQueue {
     private func checkStartable(_ id: Int, what: String) -> [String] {
         guard let unit = units[id] else { return ["\(what) \(id): not live"] }
         var problems: [String] = []
-        if unit.place != .ready || unit.ending { problems.append("\(what) \(id): not ready (\(unit.place), ending \(unit.ending))") }
+        if unit.place != .ready || unit.ending {
+            problems.append("\(what) \(id): not ready (\(unit.place), ending \(unit.ending))")
+        }
         if suspensions > 0 { problems.append("\(what) \(id) while suspended") }
         if executingCount >= limit { problems.append("\(what) \(id) beyond the limit \(limit)") }
         let better = units.values.filter { other in
@@ -350,7 +352,9 @@ struct MachineHarness {
         }
         if let drift = machine.countDrift { problems.append(drift) }
         if machine.isBusy != !reference.units.isEmpty { problems.append("busy \(machine.isBusy)") }
-        if machine.period != reference.periods { problems.append("period \(machine.period), expected \(reference.periods)") }
+        if machine.period != reference.periods {
+            problems.append("period \(machine.period), expected \(reference.periods)")
+        }
         if outcomes != reference.outcomes { problems.append("outcomes differ: \(outcomes) vs \(reference.outcomes)") }
         for name in names where machine.hasLiveMember(named: name) != reference.hasLive(named: name) {
             problems.append("live name \(name): \(machine.hasLiveMember(named: name))")
@@ -387,7 +391,9 @@ struct QueueStateMachineModelTests {
     @Test func randomSequencesMatchTheReference() {
         let sequences = 3_000
         let steps = 60
-        let base = ProcessInfo.processInfo.environment["BACKGROUNDABLE_MODEL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+        let base =
+            ProcessInfo.processInfo.environment["BACKGROUNDABLE_MODEL_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64.max)
         print("model-based test: \(sequences) sequences of \(steps) events, seeds from \(base)")
         let single = ProcessInfo.processInfo.environment["BACKGROUNDABLE_MODEL_SEED"].flatMap { UInt64($0) } != nil
         for index in 0..<(single ? 1 : sequences) {
@@ -420,14 +426,18 @@ struct QueueStateMachineModelTests {
                     let policy = rng.pick([UniquenessPolicy.ignore, .drop, .replace])
                     let priority = rng.pick([UInt8(0), 9, 17, 21, 25])
                     let timeout: Int64? =
-                        rng.chance(40) ? nil : rng.chance(10) ? rng.pick([0, -5]) : Int64.random(in: 1...50, using: &rng)
-                    description.append("\(nextID)(\(name ?? "-"),\(policy),p\(priority),t\(timeout.map(String.init) ?? "-"))")
+                        rng.chance(40)
+                        ? nil : rng.chance(10) ? rng.pick([0, -5]) : Int64.random(in: 1...50, using: &rng)
+                    description.append(
+                        "\(nextID)(\(name ?? "-"),\(policy),p\(priority),t\(timeout.map(String.init) ?? "-"))")
                     let admitted = harness.reference.admit(
                         id: nextID, name: name, policy: policy, priority: priority, timeout: timeout,
                         behind: count > 1 && sequential ? previous : nil)
                     if admitted { previous = nextID }
                     admissions.append(
-                        .init(member: harness.member(nextID), name: name, policy: policy, priority: priority, timeout: timeout))
+                        .init(
+                            member: harness.member(nextID), name: name, policy: policy, priority: priority,
+                            timeout: timeout))
                 }
                 if count == 1 {
                     log.append("add \(description[0])")
@@ -445,10 +455,13 @@ struct QueueStateMachineModelTests {
             case 30..<45:
                 // A member ends by itself: an executing one finishes, fails or is
                 // cancelled; a waiting one is cancelled.
-                guard let unit = harness.reference.units.values.sorted(by: { $0.id < $1.id }).filter({ !$0.ending }).randomElement(using: &rng)
+                guard
+                    let unit = harness.reference.units.values.sorted(by: { $0.id < $1.id }).filter({ !$0.ending })
+                        .randomElement(using: &rng)
                 else { continue }
                 let outcome: AsyncTask.Outcome =
-                    unit.place == .executing ? rng.pick([.finished, .failed(TestError(code: 1)), .cancelled]) : .cancelled
+                    unit.place == .executing
+                    ? rng.pick([.finished, .failed(TestError(code: 1)), .cancelled]) : .cancelled
                 log.append("\(unit.id) ends \(outcome.kind)")
                 harness.end(unit.id, outcome)
             case 45..<60:
@@ -481,7 +494,9 @@ struct QueueStateMachineModelTests {
                 } else if policy == .cancelPending {
                     harness.reference.cancel { $0.place != .executing }
                 }
-                harness.transition { machine, actions in machine.backgroundTimeExpired(policy: policy, actions: &actions) }
+                harness.transition { machine, actions in
+                    machine.backgroundTimeExpired(policy: policy, actions: &actions)
+                }
             }
             harness.settle()
             let problems = harness.problems(names: names)
@@ -492,4 +507,3 @@ struct QueueStateMachineModelTests {
         return nil
     }
 }
-

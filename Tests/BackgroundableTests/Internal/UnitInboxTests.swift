@@ -40,10 +40,21 @@ struct UnitInboxTests {
     @Test func pushedUnitsKeepTheirPlaceAndReadersSeeThem() async {
         let queue = queueBehindADrainer(limit: 1, suspended: true)
         let order = Recorder<Int>()
-        let pushed = (0..<3).map { index in AsyncTask(timeout: nil) { order.append(index); $0.finish() } }
+        let pushed = (0..<3).map { index in
+            AsyncTask(timeout: nil) {
+                order.append(index)
+                $0.finish()
+            }
+        }
         for unit in pushed { queue.add(unit) }
         #expect(queue.enqueuedCount == 3, "a reader admits what waits in the inbox")
-        queue.add(contentsOf: (3..<5).map { index in AsyncTask(timeout: nil) { order.append(index); $0.finish() } })
+        queue.add(
+            contentsOf: (3..<5).map { index in
+                AsyncTask(timeout: nil) {
+                    order.append(index)
+                    $0.finish()
+                }
+            })
         queue.resume()
         await queue.waitUntilIdle()
         #expect(order.all == [0, 1, 2, 3, 4])

@@ -103,7 +103,10 @@ struct UnitStateTests {
 
     @Test func onlyACallbackBodyParksAndItsEndingResumesIt() async {
         var state = startedState()
-        _ = state.takeWork(taskID: { Issue.record("a callback body needs no task id"); return 1 })
+        _ = state.takeWork(taskID: {
+            Issue.record("a callback body needs no task id")
+            return 1
+        })
         await withContinuation { (continuation: Continuation<Void>) in
             let parked = state.park(continuation)
             let ending = state.end(.finished)

@@ -1,14 +1,17 @@
-@testable import Backgroundable
 import Foundation
 import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 /// The graceful-shutdown provider: its logic in-process (signals simulated, `exit`
 /// replaced), and for real in a child process (`graceful-shutdown-fixture`) sent SIGTERM.
 @Suite("Graceful shutdown")
 struct GracefulShutdownTests {
     /// A provider whose `exit` and standard-error line are recorded instead.
-    private func makeProvider(grace: Duration) -> (GracefulShutdownBackgroundTaskProvider, Recorder<Int32>, Recorder<String>, Signal) {
+    private func makeProvider(grace: Duration) -> (
+        GracefulShutdownBackgroundTaskProvider, Recorder<Int32>, Recorder<String>, Signal
+    ) {
         let statuses = Recorder<Int32>()
         let lines = Recorder<String>()
         let exited = Signal()

@@ -1,8 +1,9 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 /// An object captured by a unit's closure, to see the closure released.
 private final class Tracked: Sendable {}
@@ -43,7 +44,9 @@ struct LeakTests {
             #expect(await unit.outcome.kind == expected, sourceLocation: sourceLocation)
         }
         await queue.waitUntilIdle()
-        #expect(await released { weakCaptured == nil }, "closure (and what it captured) leaked", sourceLocation: sourceLocation)
+        #expect(
+            await released { weakCaptured == nil }, "closure (and what it captured) leaked",
+            sourceLocation: sourceLocation)
         #expect(await released { weakUnit == nil }, "unit leaked", sourceLocation: sourceLocation)
     }
 

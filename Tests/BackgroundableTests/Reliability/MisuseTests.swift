@@ -1,8 +1,9 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 /// One test per row of the misuse catalogue (`Backgroundable.docc/Misuse.md`): each
 /// misuse has a defined result, and no other work is lost.
@@ -308,7 +309,9 @@ private final class RethrowingProvider: BackgroundTaskProvider {
         set { hook.withLock { $0 = newValue } }
     }
 
-    func beginBackgroundTask(named name: String, expirationHandler: @escaping @Sendable () -> Void) -> BackgroundTaskIdentifier? {
+    func beginBackgroundTask(named name: String, expirationHandler: @escaping @Sendable () -> Void)
+        -> BackgroundTaskIdentifier?
+    {
         base.beginBackgroundTask(named: name) { [weak self] in
             expirationHandler()
             self?.afterExpiration?()

@@ -1,8 +1,9 @@
-@testable import Backgroundable
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 /// Randomised stress with invariants.
 ///
@@ -25,7 +26,8 @@ struct StressTests {
     @Test(.timeLimit(.minutes(60)))
     func randomMixKeepsEveryInvariant() async throws {
         let environment = ProcessInfo.processInfo.environment
-        let baseSeed = environment["BACKGROUNDABLE_STRESS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1..<UInt64.max)
+        let baseSeed =
+            environment["BACKGROUNDABLE_STRESS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1..<UInt64.max)
         let total = environment["BACKGROUNDABLE_STRESS_OPERATIONS"].flatMap { Int($0) } ?? 30_000
         var remaining = total
         var round: UInt64 = 0
@@ -205,7 +207,8 @@ private struct Round {
             QueueUnderTest(index: 1, limit: 2, suspends: rng.chance(50)),
             QueueUnderTest(index: 2, limit: nil, suspends: rng.chance(50)),
         ]
-        let operationQueue = BackgroundOperationQueue(name: "stress-operations", backgroundTaskProvider: RecordingBackgroundTaskProvider())
+        let operationQueue = BackgroundOperationQueue(
+            name: "stress-operations", backgroundTaskProvider: RecordingBackgroundTaskProvider())
         let operationDelegate = RecordingOperationQueueDelegate()
         operationQueue.delegate = operationDelegate
         if rng.chance(50) { operationQueue.maxConcurrentOperationCount = 1 }
@@ -241,7 +244,8 @@ private struct Round {
         let operations = operations
         let awaiters = Lock<[Task<Void, Never>]>([])
         Thread.detachNewThread {
-            var driver = Driver(rng: SplitMix64(seed: driverSeed), queues: queues, operationQueue: operationQueue, shared: shared)
+            var driver = Driver(
+                rng: SplitMix64(seed: driverSeed), queues: queues, operationQueue: operationQueue, shared: shared)
             for _ in 0..<operations { driver.step(awaiters: awaiters) }
             driver.balanceSuspensions()
             driverDone.signal()
@@ -263,7 +267,9 @@ private struct Round {
         }
         for tested in queues {
             if !(await Self.withinDeadline { await tested.queue.waitUntilIdle() }) {
-                return ["queue \(tested.index) never became idle: \(tested.queue.enqueuedCount) enqueued, \(tested.queue.executingCount) executing, busy \(tested.queue.isBusy)"]
+                return [
+                    "queue \(tested.index) never became idle: \(tested.queue.enqueuedCount) enqueued, \(tested.queue.executingCount) executing, busy \(tested.queue.isBusy)"
+                ]
             }
         }
         if !(await Self.withinDeadline { await operationQueue.waitUntilIdle() }) {
@@ -279,7 +285,8 @@ private struct Round {
         // The delegates hear busy / idle on the main actor, after the transitions.
         await mainActorDeliveries()
         failures += Check(
-            queues: queues, events: eventsByQueue, probes: shared.probes.all, units: shared.units.all, groups: shared.groups.all,
+            queues: queues, events: eventsByQueue, probes: shared.probes.all, units: shared.units.all,
+            groups: shared.groups.all,
             operationQueue: operationQueue, operationDelegate: operationDelegate
         ).run()
         if ProcessInfo.processInfo.environment["BACKGROUNDABLE_STRESS_VERBOSE"] != nil {
@@ -290,7 +297,9 @@ private struct Round {
                 outcomes["\(state.outcome.map { "\($0)" } ?? "none")", default: 0] += 1
                 ran += state.bodyRuns
             }
-            print("stress seed \(seed): \(shared.probes.count) units, \(ran) bodies ran, outcomes \(outcomes.sorted { $0.key < $1.key }), events \(eventsByQueue.map(\.count))")
+            print(
+                "stress seed \(seed): \(shared.probes.count) units, \(ran) bodies ran, outcomes \(outcomes.sorted { $0.key < $1.key }), events \(eventsByQueue.map(\.count))"
+            )
         }
         return failures
     }
@@ -371,11 +380,15 @@ private struct Driver {
             tested.queue.add(unit)
             afterAdd(unit, probe, awaiters: awaiters)
         case 50..<56:
-            let batch = (0..<Int.random(in: 2...4, using: &rng)).map { _ in makeUnit(queueIndex: queueIndex, plain: true) }
+            let batch = (0..<Int.random(in: 2...4, using: &rng)).map { _ in
+                makeUnit(queueIndex: queueIndex, plain: true)
+            }
             tested.queue.add(contentsOf: batch.map(\.0))
             for (unit, probe) in batch { afterAdd(unit, probe, awaiters: awaiters) }
         case 56..<64:
-            let group = (0..<Int.random(in: 2...5, using: &rng)).map { _ in makeUnit(queueIndex: queueIndex, plain: false) }
+            let group = (0..<Int.random(in: 2...5, using: &rng)).map { _ in
+                makeUnit(queueIndex: queueIndex, plain: false)
+            }
             shared.groups.append(group.map(\.1))
             tested.queue.addSequence(group.map(\.0))
             for (unit, probe) in group { afterAdd(unit, probe, awaiters: awaiters) }
@@ -490,21 +503,24 @@ private struct Driver {
                 task.cancel()
             }
         case 42..<60:
-            unit = AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
-                probe.bodyRan(counter)
-                return probe.id
-            }.task
+            unit =
+                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                    probe.bodyRan(counter)
+                    return probe.id
+                }.task
         case 60..<68:
-            unit = AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
-                probe.bodyRan(counter)
-                throw TestError(code: probe.id)
-            }.task
+            unit =
+                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                    probe.bodyRan(counter)
+                    throw TestError(code: probe.id)
+                }.task
         case 68..<78:
-            unit = AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
-                probe.bodyRan(counter)
-                await Task.yield()
-                return probe.id
-            }.task
+            unit =
+                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                    probe.bodyRan(counter)
+                    await Task.yield()
+                    return probe.id
+                }.task
         case 78..<86:
             let operation = BlockOperation { probe.bodyRan(counter) }
             operation.name = name
@@ -520,10 +536,11 @@ private struct Driver {
                 probe.bodyRan(counter)
             }
         default:
-            unit = AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
-                probe.bodyRan(counter)
-                await suspendUntilCancelled()
-            }.task
+            unit =
+                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                    probe.bodyRan(counter)
+                    await suspendUntilCancelled()
+                }.task
         }
         register(unit, probe)
         return (unit, probe)
@@ -605,7 +622,9 @@ private struct Check {
         if operationQueue.isBusy { failures.append("operation queue still busy") }
         failures += alternation(
             operationDelegate.calls.all.map { $0 == .willStart }, label: "operation queue delegate")
-        if let provider = operationQueue.backgroundTaskProvider as? RecordingBackgroundTaskProvider, !isBalanced(provider) {
+        if let provider = operationQueue.backgroundTaskProvider as? RecordingBackgroundTaskProvider,
+            !isBalanced(provider)
+        {
             failures.append("operation queue assertions unbalanced: \(provider.log.suffix(6))")
         }
         return failures
@@ -639,10 +658,14 @@ private struct Check {
         failures += alternation(busyIdle, label: "\(label) events")
         let delegateCalls = tested.delegate.calls.all
         failures += alternation(delegateCalls.map { $0 == "willStart" }, label: "\(label) delegate")
-        if !isBalanced(tested.provider) { failures.append("\(label) assertions unbalanced: \(tested.provider.log.suffix(6))") }
+        if !isBalanced(tested.provider) {
+            failures.append("\(label) assertions unbalanced: \(tested.provider.log.suffix(6))")
+        }
         let begins = tested.provider.log.filter { if case .began = $0 { true } else { false } }.count
         if begins * 2 != busyIdle.count || delegateCalls.count != busyIdle.count {
-            failures.append("\(label): \(begins) assertions, \(delegateCalls.count) delegate calls, \(busyIdle.count) busy/idle events")
+            failures.append(
+                "\(label): \(begins) assertions, \(delegateCalls.count) delegate calls, \(busyIdle.count) busy/idle events"
+            )
         }
 
         // Per unit, in the queue's own order: enqueued, started and ended at most once,
@@ -655,7 +678,9 @@ private struct Check {
         for (position, event) in events.enumerated() {
             switch event {
             case .enqueued(let unit):
-                if !enqueued.insert(ObjectIdentifier(unit)).inserted { failures.append("\(label): \(unit) enqueued twice") }
+                if !enqueued.insert(ObjectIdentifier(unit)).inserted {
+                    failures.append("\(label): \(unit) enqueued twice")
+                }
             case .started(let unit):
                 let key = ObjectIdentifier(unit)
                 if started[key] != nil { failures.append("\(label): \(unit) started twice") }
@@ -696,7 +721,8 @@ private struct Check {
             guard case .started(let unit) = event, let probe = probeOfUnit[ObjectIdentifier(unit)] else { continue }
             if let order = probe.order {
                 if let last = lastOrder[probe.priority], last > order {
-                    failures.append("\(label): FIFO broken at priority \(probe.priority): order \(order) started after \(last)")
+                    failures.append(
+                        "\(label): FIFO broken at priority \(probe.priority): order \(order) started after \(last)")
                 }
                 lastOrder[probe.priority] = order
             }
@@ -713,7 +739,8 @@ private struct Check {
         for group in groups where group.first?.queueIndex == tested.index {
             let units = group.compactMap { unitOfProbe[$0.id] }
             for (previous, next) in zip(units, units.dropFirst()) {
-                if let start = started[ObjectIdentifier(next)], let end = ended[ObjectIdentifier(previous)], start < end {
+                if let start = started[ObjectIdentifier(next)], let end = ended[ObjectIdentifier(previous)], start < end
+                {
                     failures.append("\(label): a group member started before its predecessor ended")
                 }
             }
