@@ -130,7 +130,6 @@ struct QueueStateMachine<Member: AnyObject> {
     struct Record {
         /// `nil` while the slot is free.
         var member: Member?
-        var name: String?
         /// Unique per admission: tells a queue or heap entry of this record from a stale one.
         var ticket: UInt64 = 0
         var timeout: Int64 = .min
@@ -138,6 +137,10 @@ struct QueueStateMachine<Member: AnyObject> {
         var successor: Int32 = -1
         var namePrevious: Int32 = -1
         var nameNext: Int32 = -1
+        /// Its name's group in ``groups``; -1 for none. (4 bytes rather than the name
+        /// itself: the record of every pending unit is 16 bytes smaller, which keeps
+        /// `memory.BackgroundQueue.pendingUnit` under its 256-byte target.)
+        var nameGroup: Int32 = -1
         var priority: UInt8 = 0
         var place = Place.ready
         /// The queue asked for it to end; its real end is on its way.
@@ -146,6 +149,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// The live members of one name, linked through their records in admission order.
     struct NameGroup {
+        var name: String
         var first: Int32
         var last: Int32
         var count: Int
@@ -167,7 +171,11 @@ struct QueueStateMachine<Member: AnyObject> {
     private var freeSlots: [Int32] = []
     /// Live members: admitted and not ended (ending ones included).
     private(set) var liveCount = 0
-    private var names: [String: NameGroup] = [:]
+    /// The group of each live name, by name.
+    private var names: [String: Int32] = [:]
+    /// The groups, by number; a free number is reused.
+    private var groups: [NameGroup] = []
+    private var freeGroups: [Int32] = []
     private var tickets: UInt64 = 0
 
     /// Ready members by priority, highest first; FIFO within a priority.
@@ -268,7 +276,7 @@ struct QueueStateMachine<Member: AnyObject> {
             actions.append(.reject(admission.member, .cancelled))
             return nil
         }
-        if let name = admission.name, let group = names[name] {
+        if let name = admission.name, let number = names[name] {
             switch admission.policy {
             case .ignore:
                 break
@@ -277,7 +285,7 @@ struct QueueStateMachine<Member: AnyObject> {
                 emit(.ended(admission.member, .dropped), actions: &actions)
                 return nil
             case .replace:
-                var cursor = group.first
+                var cursor = groups[Int(number)].first
                 while cursor >= 0 {
                     let next = records[Int(cursor)].nameNext
                     markEnding(cursor, .replaced, actions: &actions)
@@ -288,7 +296,7 @@ struct QueueStateMachine<Member: AnyObject> {
         let slot = allocate()
         tickets += 1
         records[Int(slot)] = Record(
-            member: admission.member, name: admission.name, ticket: tickets,
+            member: admission.member, ticket: tickets,
             timeout: admission.timeout ?? .min, priority: admission.priority, place: place)
         liveCount += 1
         if let name = admission.name { addToName(slot, name) }
@@ -319,36 +327,48 @@ struct QueueStateMachine<Member: AnyObject> {
     // MARK: Names
 
     private mutating func addToName(_ slot: Int32, _ name: String) {
-        if var group = names[name] {
-            records[Int(group.last)].nameNext = slot
-            records[Int(slot)].namePrevious = group.last
-            group.last = slot
-            group.count += 1
-            names[name] = group
+        if let number = names[name] {
+            let last = groups[Int(number)].last
+            records[Int(last)].nameNext = slot
+            records[Int(slot)].namePrevious = last
+            records[Int(slot)].nameGroup = number
+            groups[Int(number)].last = slot
+            groups[Int(number)].count += 1
         } else {
-            names[name] = NameGroup(first: slot, last: slot, count: 1)
+            let group = NameGroup(name: name, first: slot, last: slot, count: 1)
+            let number: Int32
+            if let free = freeGroups.popLast() {
+                number = free
+                groups[Int(number)] = group
+            } else {
+                number = Int32(groups.count)
+                groups.append(group)
+            }
+            names[name] = number
+            records[Int(slot)].nameGroup = number
         }
     }
 
     /// Takes a member out of its name's group: it no longer counts for deduplication.
     private mutating func removeFromName(_ slot: Int32) {
-        guard let name = records[Int(slot)].name else { return }
+        let number = records[Int(slot)].nameGroup
+        guard number >= 0 else { return }
         let previous = records[Int(slot)].namePrevious
         let next = records[Int(slot)].nameNext
-        records[Int(slot)].name = nil
+        records[Int(slot)].nameGroup = -1
         records[Int(slot)].namePrevious = -1
         records[Int(slot)].nameNext = -1
         if previous >= 0 { records[Int(previous)].nameNext = next }
         if next >= 0 { records[Int(next)].namePrevious = previous }
-        guard var group = names[name] else { return }
-        group.count -= 1
-        if group.count == 0 {
-            names[name] = nil
+        groups[Int(number)].count -= 1
+        if groups[Int(number)].count == 0 {
+            names[groups[Int(number)].name] = nil
+            groups[Int(number)].name = ""
+            freeGroups.append(number)
             return
         }
-        if group.first == slot { group.first = next }
-        if group.last == slot { group.last = previous }
-        names[name] = group
+        if groups[Int(number)].first == slot { groups[Int(number)].first = next }
+        if groups[Int(number)].last == slot { groups[Int(number)].last = previous }
     }
 
     /// `true` when a live member (not ending) has this name.
@@ -382,7 +402,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     private static func isReady(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
         let index = Int(entry.slot)
-        return records[index].ticket == entry.ticket && records[index].place == .ready && !records[index].isEnding
+        return entry.names(records[index].ticket) && records[index].place == .ready && !records[index].isEnding
     }
 
     /// Whether anything may start now.
@@ -724,6 +744,8 @@ struct QueueStateMachine<Member: AnyObject> {
         readyCount = 0
         deadlines.removeAll()
         names = [:]
+        groups = []
+        freeGroups = []
     }
 
     /// The deliverer began the background time of `period`: its members may start.

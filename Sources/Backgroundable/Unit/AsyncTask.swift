@@ -387,8 +387,8 @@ extension UnitState.Ending {
     /// parked body and the waiters are resumed, and `onTimeout` runs.
     func perform(for unit: AsyncTask) {
         if let owner {
-            if let handle = owner.handle {
-                owner.queue.memberEnded(handle, outcome)
+            if owner.isAdmitted {
+                owner.queue.memberEnded(owner.handle, outcome)
             } else {
                 // Claimed but not admitted yet (it waits in the queue's inbox, or its
                 // batch is being added): a transition admits it now, and the admission

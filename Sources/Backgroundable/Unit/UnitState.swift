@@ -94,7 +94,7 @@ struct UnitState {
         guard case .created(let work) = phase else { return false }
         if case .external = work { return false }
         phase = .enqueued(work)
-        owner = Owner(queue: queue, handle: nil)
+        owner = Owner(queue: queue, handle: .unadmitted)
         return true
     }
 
@@ -225,11 +225,19 @@ struct UnitState {
     }
 }
 
-/// The queue holding a unit, and the unit's handle in it (`nil` until the queue has
-/// admitted the unit: it may still wait in the queue's inbox).
+/// The queue holding a unit, and the unit's handle in it: ``unadmitted`` until the queue
+/// has admitted the unit (it may still wait in the queue's inbox). Not an optional: the
+/// unit's state stays 8 bytes smaller, as `memory.BackgroundQueue.pendingUnit` needs.
 struct Owner: Sendable {
     let queue: QueueCore
-    var handle: QueueCore.Machine.Handle?
+    var handle: QueueCore.Machine.Handle
+
+    var isAdmitted: Bool { handle != .unadmitted }
+}
+
+extension QueueStateMachine.Handle {
+    /// Names no member: a unit its queue has not admitted yet.
+    static var unadmitted: Self { .init(slot: -1, ticket: 0) }
 }
 
 /// A front end that must hear when its unit ends (the Operation bridge): held strongly

@@ -56,7 +56,7 @@ struct UnitStateTests {
         var state = UnitState(work: .callback { _ in })
         _ = state.claim(by: core)
         let ending = state.end(.cancelled)
-        #expect(ending?.owner?.handle == nil, "no queue admitted it yet")
+        #expect(ending?.owner?.isAdmitted == false, "no queue admitted it yet")
         let outcome = state.attach(.init(slot: 0, ticket: 1))
         #expect(outcome?.kind == .cancelled, "the queue that admitted it is told by the caller")
     }
