@@ -129,10 +129,11 @@ public actor BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) -> AsyncTask {
-        add(
-            AsyncTask(
-                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work)))
+        let unit = AsyncTask(
+            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+            uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work), claimedBy: core)
+        core.add(claimed: unit)
+        return unit
     }
 
     /// Creates and adds an async-style unit: done when `body` returns or throws.
@@ -150,10 +151,11 @@ public actor BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
-        add(
-            AsyncTask.operation(
-                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-                onTimeout: onTimeout, body))
+        let handle = AsyncTask.operation(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout, claimedBy: core, body)
+        core.add(claimed: handle.task)
+        return handle
     }
 
     /// The async way to use the queue from async code: adds an async-style unit and
@@ -297,6 +299,11 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// this returns.
     func add(_ unit: AsyncTask) {
         guard unit.state.withLock({ $0.claim(by: self) }) else { return }
+        add(claimed: unit)
+    }
+
+    /// Adds a unit this queue has claimed (or created claimed: no one else has seen it).
+    func add(claimed unit: AsyncTask) {
         if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
             // The drainer may have stopped since: then the push says so, and this
             // transition admits the unit.

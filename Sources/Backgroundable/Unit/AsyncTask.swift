@@ -42,6 +42,10 @@ public final class AsyncTask: Sendable {
         case operation(@isolated(any) () async throws -> any Sendable)
         /// Run by the unit's front end (an ``AsyncOperation``'s closure): no queue runs it.
         case external
+
+        var isExternal: Bool {
+            if case .external = self { true } else { false }
+        }
     }
 
     /// The timeout a unit gets when none is given: 10 seconds, as in 1.x.
@@ -91,14 +95,15 @@ public final class AsyncTask: Sendable {
         priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
-        work: sending Work
+        work: sending Work,
+        claimedBy queue: QueueCore? = nil
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout.map(Boxed.init)
-        self.state = Lock(UnitState(work: work))
+        self.state = Lock(UnitState(work: work, claimedBy: queue))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -145,10 +150,27 @@ public final class AsyncTask: Sendable {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
+        operation(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout, claimedBy: nil, body)
+    }
+
+    /// ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``, claimed by
+    /// `queue` from the start when the queue creates the unit itself.
+    static func operation<Success: Sendable>(
+        name: String?,
+        timeout: Duration?,
+        priority: TaskPriority?,
+        uniquenessPolicy: UniquenessPolicy,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
+        claimedBy queue: QueueCore?,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
             AsyncTask(
                 name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .operation { try await body() }))
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout,
+                work: .operation { try await body() }, claimedBy: queue))
     }
 
     /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default

@@ -66,8 +66,15 @@ struct UnitState {
     var owner: Owner?
     var phase: Phase
 
-    init(work: AsyncTask.Work) {
-        self.phase = .created(work)
+    /// A new unit; already claimed by `queue` when the queue creates it itself (no one
+    /// else can have seen it: the claim needs no lock).
+    init(work: sending AsyncTask.Work, claimedBy queue: QueueCore? = nil) {
+        if let queue, !work.isExternal {
+            self.phase = .enqueued(work)
+            self.owner = Owner(queue: queue, handle: .unadmitted)
+        } else {
+            self.phase = .created(work)
+        }
     }
 
     var outcome: AsyncTask.Outcome? {

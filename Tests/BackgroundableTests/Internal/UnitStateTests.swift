@@ -9,7 +9,7 @@ struct UnitStateTests {
     private let core = QueueCore(
         label: "unit-state", limit: .max, provider: NoopBackgroundTaskProvider(), expirationPolicy: .keepRunning)
 
-    private func startedState(_ work: AsyncTask.Work = .callback { _ in }) -> UnitState {
+    private func startedState(_ work: sending AsyncTask.Work = .callback { _ in }) -> UnitState {
         var state = UnitState(work: work)
         let claimed = state.claim(by: core)
         let attached = state.attach(.init(slot: 0, ticket: 1))
