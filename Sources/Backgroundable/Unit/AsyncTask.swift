@@ -424,7 +424,9 @@ extension UnitState.Ending {
             waiter.resume(with: outcome)
         }
         if case .timedOut = outcome, let onTimeout = unit.onTimeout?.value {
-            Task.detached { await onTimeout(unit) }
+            // At the priority of the queue's timer: a pool busy with other units must not
+            // hold back the one callback that reports a timeout.
+            Task.detached(priority: .high) { await onTimeout(unit) }
         }
     }
 }
