@@ -128,8 +128,8 @@ struct IsolationAndErrorsTests {
         #expect(await caught(dropped) == "dropped")
         #expect(await caught(first) == "replaced")
         #expect(await caught(replacing) == "value 3")
-        let slow = queue.addOperation(timeout: .milliseconds(5)) { () async throws -> Int in
-            try await Task.sleep(for: .seconds(30))
+        let slow = queue.addOperation(timeout: .milliseconds(5)) { () async -> Int in
+            await suspendUntilCancelled()
             return 0
         }
         #expect(await caught(slow) == "timed out")
@@ -154,9 +154,9 @@ struct IsolationAndErrorsTests {
         // The awaiting task's cancellation cancels the unit.
         let started = Signal()
         let caller = Task {
-            try await queue.run { () async throws -> Int in
+            try await queue.run { () async -> Int in
                 started.signal()
-                try await Task.sleep(for: .seconds(30))
+                await suspendUntilCancelled()
                 return 0
             }
         }
