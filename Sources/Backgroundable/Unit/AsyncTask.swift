@@ -95,15 +95,15 @@ public final class AsyncTask: Sendable {
         priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
-        work: sending Work,
-        claimedBy queue: QueueCore? = nil
+        work: consuming sending Work,
+        claimedBy queue: borrowing QueueCore? = nil
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.onTimeout = onTimeout.map(Boxed.init)
-        self.state = Lock(UnitState(work: work, claimedBy: queue))
+        self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -163,7 +163,7 @@ public final class AsyncTask: Sendable {
         priority: TaskPriority?,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
-        claimedBy queue: QueueCore?,
+        claimedBy queue: borrowing QueueCore?,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
@@ -408,14 +408,14 @@ extension UnitState.Ending {
     /// the unit first (so waiters see its slot free), then the `Task` is cancelled, the
     /// parked body and the waiters are resumed, and `onTimeout` runs.
     func perform(for unit: AsyncTask) {
-        if let owner {
-            if owner.isAdmitted {
-                owner.queue.memberEnded(owner.handle, outcome)
+        if let queue {
+            if handle != .unadmitted {
+                queue.memberEnded(handle, outcome)
             } else {
                 // Claimed but not admitted yet (it waits in the queue's inbox, or its
                 // batch is being added): a transition admits it now, and the admission
                 // reports this end; the queue never holds a unit that ended before.
-                owner.queue.transition { _, _ in }
+                queue.transition { _, _ in }
             }
         }
         task?.cancel()

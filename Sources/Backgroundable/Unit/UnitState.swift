@@ -52,8 +52,10 @@ struct UnitState {
     /// What to do, outside every lock, after a unit ended.
     struct Ending {
         let outcome: AsyncTask.Outcome
-        /// The queue to tell that the unit ended (`nil` when none holds it yet).
-        var owner: Owner?
+        /// The queue to tell that the unit ended (`nil` when none claimed it), retained
+        /// while the unit's lock was held, and the unit's handle in it.
+        var queue: QueueCore?
+        var handle: QueueCore.Machine.Handle
         /// The wrapping `Task`, to cancel when the outcome stops the work.
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
@@ -68,10 +70,10 @@ struct UnitState {
 
     /// A new unit; already claimed by `queue` when the queue creates it itself (no one
     /// else can have seen it: the claim needs no lock).
-    init(work: sending AsyncTask.Work, claimedBy queue: QueueCore? = nil) {
+    init(work: consuming sending AsyncTask.Work, claimedBy queue: Unmanaged<QueueCore>? = nil) {
         if let queue, !work.isExternal {
             self.phase = .enqueued(work)
-            self.owner = Owner(queue: queue, handle: .unadmitted)
+            self.owner = Owner(claimedBy: queue)
         } else {
             self.phase = .created(work)
         }
@@ -101,7 +103,7 @@ struct UnitState {
         guard case .created(let work) = phase else { return false }
         if case .external = work { return false }
         phase = .enqueued(work)
-        owner = Owner(queue: queue, handle: .unadmitted)
+        owner = Owner(claimedBy: .passUnretained(queue))
         return true
     }
 
@@ -110,7 +112,7 @@ struct UnitState {
     /// queue must then be told by the caller).
     mutating func attach(_ handle: QueueCore.Machine.Handle) -> AsyncTask.Outcome? {
         if let outcome { return outcome }
-        owner?.handle = handle
+        owner?.admit(as: handle)
         return nil
     }
 
@@ -228,18 +230,57 @@ struct UnitState {
         phase = .ended(outcome, value: value)
         let waiters = self.waiters
         self.waiters = []
-        return Ending(outcome: outcome, owner: owner, task: task, parkedBody: parkedBody, waiters: waiters)
+        return Ending(
+            outcome: outcome, queue: owner?.queue, handle: owner?.handle ?? .unadmitted, task: task,
+            parkedBody: parkedBody, waiters: waiters)
     }
 }
 
 /// The queue holding a unit, and the unit's handle in it: ``unadmitted`` until the queue
 /// has admitted the unit (it may still wait in the queue's inbox). Not an optional: the
 /// unit's state stays 8 bytes smaller, as `memory.BackgroundQueue.pendingUnit` needs.
-struct Owner: Sendable {
-    let queue: QueueCore
-    var handle: QueueCore.Machine.Handle
+///
+/// The queue is retained only when it admits the unit, by the thread that admits it.
+/// Kept because it pays: the thread adding a unit (a push onto the inbox on
+/// `enqueue.BackgroundQueue.sync`) then writes no reference count that the pool's
+/// threads write too, which took ≈ 40 % of each add (see the README). Until then the
+/// reference is unretained, and it is valid while the unit's lock is held, because the
+/// queue is alive from the claim to the admission's attach: the adder holds it while it
+/// claims and pushes; while the unit waits in the inbox, the drainer, which holds the
+/// queue strongly, is scheduled (the inbox's drainer flag); and whoever admits the unit
+/// attaches it, under the unit's lock, before it leaves the queue's code. So ``queue``
+/// is read under the unit's lock only.
+struct Owner {
+    private enum Reference {
+        case unretained(Unmanaged<QueueCore>)
+        case retained(QueueCore)
+    }
+
+    private var reference: Reference
+    private(set) var handle: QueueCore.Machine.Handle
+
+    /// Claimed by `queue`, which the caller holds: not retained yet.
+    init(claimedBy queue: Unmanaged<QueueCore>) {
+        reference = .unretained(queue)
+        handle = .unadmitted
+    }
 
     var isAdmitted: Bool { handle != .unadmitted }
+
+    /// A strong reference to the queue. Under the unit's lock only (see ``Owner``).
+    var queue: QueueCore {
+        switch reference {
+        case .unretained(let queue): queue.takeUnretainedValue()
+        case .retained(let queue): queue
+        }
+    }
+
+    /// The queue admitted the unit as `handle`; under the unit's lock, by the thread
+    /// that admitted it: from now on the unit holds the queue.
+    mutating func admit(as handle: QueueCore.Machine.Handle) {
+        reference = .retained(queue)
+        self.handle = handle
+    }
 }
 
 extension QueueStateMachine.Handle {

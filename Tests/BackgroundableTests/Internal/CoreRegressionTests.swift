@@ -166,14 +166,16 @@ struct CoreRegressionTests {
 
     // 5. `finish()` on a unit its queue started but whose work has not run cancels it.
     @Test func finishWhileLaunchingCancelsAndTheWorkNeverRuns() {
+        let queue = BackgroundQueue()
         var state = UnitState(work: .callback { _ in Issue.record("the work ran") })
-        let claimed = state.claim(by: BackgroundQueue().core)
+        let claimed = state.claim(by: queue.core)
         let launched = state.launch()
         #expect(claimed && launched && !state.isExecuting)
         let ending = state.finish()
         #expect(ending?.outcome.kind == .cancelled)
         let work = state.takeWork { 0 }
         #expect(work == nil)
+        withExtendedLifetime(queue) {}
     }
 
     // 6. Background time is held before any unit of the busy period starts.

@@ -56,9 +56,28 @@ struct UnitStateTests {
         var state = UnitState(work: .callback { _ in })
         _ = state.claim(by: core)
         let ending = state.end(.cancelled)
-        #expect(ending?.owner?.isAdmitted == false, "no queue admitted it yet")
+        #expect(ending?.handle == .unadmitted, "no queue admitted it yet")
+        #expect(ending?.queue === core, "the queue that claimed it is told")
         let outcome = state.attach(.init(slot: 0, ticket: 1))
         #expect(outcome?.kind == .cancelled, "the queue that admitted it is told by the caller")
+    }
+
+    /// The adding thread does not retain the queue (see ``Owner``): the unit holds its
+    /// queue from the moment the queue admitted it, and only from then.
+    @Test func aUnitHoldsItsQueueOnceAdmitted() {
+        weak var weakQueue: QueueCore?
+        var state = UnitState(work: .callback { _ in })
+        do {
+            let queue = QueueCore(
+                label: "owner", limit: .max, provider: NoopBackgroundTaskProvider(), expirationPolicy: .keepRunning)
+            weakQueue = queue
+            _ = state.claim(by: queue)
+            #expect(state.attach(.init(slot: 0, ticket: 1)) == nil)
+        }
+        #expect(weakQueue != nil, "the admitted unit keeps its queue alive")
+        let ending = state.end(.cancelled)
+        #expect(ending?.queue === weakQueue)
+        #expect(ending?.handle == .init(slot: 0, ticket: 1))
     }
 
     @Test func aUnitThatEndsBeforeItsTaskRunsNeverHandsOutItsWork() async {
@@ -69,7 +88,7 @@ struct UnitStateTests {
         let work = state.takeWork(taskID: { 1 })
         let attachedAfterTheEnd = state.attach(task)
         #expect(attached)
-        #expect(ending?.owner?.queue === core)
+        #expect(ending?.queue === core)
         #expect(ending?.task != nil, "the attached Task is cancelled with the unit")
         #expect(ending?.parkedBody == nil)
         #expect(work == nil)
