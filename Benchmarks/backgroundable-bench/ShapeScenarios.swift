@@ -194,7 +194,7 @@ private let scalingShapes: [Shape] = [
     Shape(name: "awaitedAsyncBodies") { units in
         let queue = BackgroundQueue(name: "bench")
         let start = now()
-        let handles = (0..<units).map { index in queue.addOperation(timeout: nil) { index } }
+        let handles = (0..<units).map { index in queue.addTask(timeout: nil) { index } }
         blockingWait {
             var sum = 0
             for handle in handles { sum &+= (try? await handle.value) ?? 0 }

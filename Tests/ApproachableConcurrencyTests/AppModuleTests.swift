@@ -62,11 +62,28 @@ final class FeedModel: BackgroundQueueDelegate {
         ) { _ in }
     }
 
+    /// Settings kept in one value, with a main-actor `onTimeout`, used by every entry point.
+    let quick = AsyncTask.Options(name: "quick", timeout: .seconds(30), priority: .userInitiated)
+
+    func withOptions() async throws -> Int {
+        var expiring = quick
+        expiring.timeout = .zero
+        await withCheckedContinuation { continuation in
+            expiring.onTimeout = { @MainActor _ in
+                self.timeouts += 1
+                continuation.resume()
+            }
+            queue.add(expiring) { @MainActor task in task.finish() }
+        }
+        let handle = queue.addTask(quick) { @MainActor in self.items.count }
+        return try await queue.run(quick) { 1 } + handle.value
+    }
+
     /// Errors matched like enum cases.
     func deduplicated() async -> String {
         queue.suspend()
-        let first = queue.addOperation(name: "sync", uniquenessPolicy: .drop) { 1 }
-        let second = queue.addOperation(name: "sync", uniquenessPolicy: .drop) { 2 }
+        let first = queue.addTask(name: "sync", uniquenessPolicy: .drop) { 1 }
+        let second = queue.addTask(name: "sync", uniquenessPolicy: .drop) { 2 }
         queue.resume()
         do {
             _ = try await first.value
@@ -95,6 +112,8 @@ struct AppModuleTests {
             model.slowCall { continuation.resume() }
         }
         #expect(model.timeouts == 1)
+        #expect(try await model.withOptions() == 3)
+        #expect(model.timeouts == 2)
         // The delegate's main-actor calls are posted before `waitUntilIdle` resumes this
         // (main-actor) test, and the main actor runs its jobs in order.
         await model.queue.waitUntilIdle()

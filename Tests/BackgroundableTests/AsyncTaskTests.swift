@@ -37,8 +37,8 @@ struct AsyncTaskTests {
 
     @Test func operationValueAndError() async throws {
         let (queue, _) = makeQueue()
-        let value = queue.addOperation { "done" }
-        let failure = queue.addOperation { () async throws -> Int in throw TestError(code: 7) }
+        let value = queue.addTask { "done" }
+        let failure = queue.addTask { () async throws -> Int in throw TestError(code: 7) }
         #expect(try await value.value == "done")
         await #expect(throws: TestError(code: 7)) { try await failure.value }
         let outcome = await failure.outcome
@@ -111,7 +111,7 @@ struct AsyncTaskTests {
 
     @Test func wrappingTaskCarriesNameAndPriority() async throws {
         let (queue, _) = makeQueue()
-        let handle = queue.addOperation(name: "named-unit", priority: .low) {
+        let handle = queue.addTask(name: "named-unit", priority: .low) {
             (Task.name, Task.currentPriority)
         }
         let (name, priority) = try await handle.value

@@ -27,7 +27,7 @@ struct CancellationTests {
         let started = Signal()
         let childSawCancellation = Signal()
         let threw = Signal()
-        let handle = queue.addOperation {
+        let handle = queue.addTask {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     await suspendUntilCancelled()
@@ -53,7 +53,7 @@ struct CancellationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let started = Signal()
         let release = Signal()
-        let stubborn = queue.addOperation {
+        let stubborn = queue.addTask {
             started.signal()
             await release.wait()  // ignores cancellation
             return "late"
@@ -79,7 +79,7 @@ struct CancellationTests {
     @Test func cancellingAnAwaitingCallerCancelsTheUnit() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let handle = queue.addOperation {
+        let handle = queue.addTask {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -149,7 +149,7 @@ struct TimeoutTests {
             let bodyStarted = Lock(false)
             let startedOrEnded = Signal()
             let sawCancellation = Signal()
-            let handle = queue.addOperation(timeout: timeout) {
+            let handle = queue.addTask(timeout: timeout) {
                 bodyStarted.withLock { $0 = true }
                 startedOrEnded.signal()
                 await suspendUntilCancelled()
@@ -195,7 +195,7 @@ struct TimeoutTests {
     @Test func timeoutCountsFromTheStartOfExecution() async {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let release = Signal()
-        let blocker = queue.addOperation(timeout: nil) { await release.wait() }
+        let blocker = queue.addTask(timeout: nil) { await release.wait() }
         // A timeout long enough for a sanitizer build to start the body once released.
         let waiting = queue.add(timeout: .seconds(1)) { $0.finish() }
         // Waiting longer than the timeout before starting does not time it out.

@@ -53,7 +53,7 @@ struct DeduplicationTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         queue.add(name: "n") { $0.finish() }
-        let dropped = queue.addOperation(name: "n", uniquenessPolicy: .drop) { 1 }
+        let dropped = queue.addTask(name: "n", uniquenessPolicy: .drop) { 1 }
         await #expect(throws: AsyncTaskError.dropped) { try await dropped.value }
         queue.cancelAll()
         queue.resume()
@@ -63,7 +63,7 @@ struct DeduplicationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let started = Signal()
         let sawCancellation = Signal()
-        let executing = queue.addOperation(name: "save") {
+        let executing = queue.addTask(name: "save") {
             started.signal()
             await suspendUntilCancelled()
             if Task.isCancelled { sawCancellation.signal() }

@@ -159,7 +159,7 @@ struct BackgroundTimeTests {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1)
         let events = queue.events
         let started = Signal()
-        let running = queue.addOperation {
+        let running = queue.addTask {
             started.signal()
             await suspendUntilCancelled()
         }

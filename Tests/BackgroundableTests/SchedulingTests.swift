@@ -60,7 +60,7 @@ struct SchedulingTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: limit)
         let gauge = Gauge()
         for _ in 0..<60 {
-            queue.addOperation {
+            queue.addTask {
                 gauge.enter()
                 await Task.yield()
                 gauge.leave()
@@ -177,7 +177,7 @@ struct SchedulingTests {
         let (queue, _) = makeQueue()
         await queue.waitUntilIdle()
         let release = Signal()
-        let unit = queue.addOperation { await release.wait() }
+        let unit = queue.addTask { await release.wait() }
         #expect(queue.isBusy)
         let waiter = Task {
             await queue.waitUntilIdle()

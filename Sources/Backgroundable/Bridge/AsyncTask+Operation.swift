@@ -32,11 +32,22 @@ extension AsyncTask {
         uniquenessPolicy: UniquenessPolicy = .ignore,
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
     ) {
-        let adopted = AdoptedOperation(operation)
         self.init(
-            name: name ?? operation.name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout,
-            work: .callback { task in adopted.run(for: task) })
+            operation: operation,
+            options: Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout))
+    }
+
+    /// Creates a unit that runs `operation`, with `options`; see
+    /// ``init(operation:name:timeout:priority:uniquenessPolicy:onTimeout:)``. Its name is
+    /// the operation's `name` unless `options` name it; its timeout is
+    /// ``defaultTimeout`` unless `options` set one.
+    public convenience init(operation: Operation, options: Options) {
+        let adopted = AdoptedOperation(operation)
+        var options = options
+        if options.name == nil { options.name = operation.name }
+        self.init(options, work: .callback { task in adopted.run(for: task) })
         onEnd { outcome in adopted.unitEnded(outcome) }
     }
 }
@@ -55,9 +66,21 @@ extension BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
     ) -> AsyncTask {
         add(
-            AsyncTask(
-                operation: operation, timeout: timeout, priority: priority,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout))
+            operation,
+            options: AsyncTask.Options(
+                name: nil, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout))
+    }
+
+    /// Adds a unit that runs `operation`, with `options`; see
+    /// ``AsyncTask/init(operation:options:)``.
+    ///
+    /// - Returns: The unit, to await its outcome or cancel it (which cancels the operation).
+    @discardableResult
+    public nonisolated func add(_ operation: Operation, options: AsyncTask.Options) -> AsyncTask {
+        let unit = AsyncTask(operation: operation, options: options)
+        add(unit)
+        return unit
     }
 }
 

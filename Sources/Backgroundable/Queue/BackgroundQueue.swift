@@ -84,35 +84,46 @@ public actor BackgroundQueue {
     /// atomically with the add: a ``UniquenessPolicy/drop`` unit whose name is live
     /// ends ``AsyncTask/Outcome/dropped`` before this returns.
     ///
-    /// A unit belongs to one queue for its whole life: adding a unit that was already
-    /// added (here or to another queue), or that has ended, does nothing.
+    /// A unit belongs to one queue for its whole life. A unit that cannot be added —
+    /// it was already added (here or to another queue), it has ended, or it is the unit
+    /// of an ``AsyncOperation``, which runs it itself — is left exactly as it is (its
+    /// owner still runs it, and awaiting it still reports its one outcome) and the add
+    /// returns `false`.
     ///
-    /// - Returns: `task`, so the caller can await or cancel it.
+    /// - Returns: `true` when this queue took the unit; `false` when it could not.
     @discardableResult
-    public nonisolated func add(_ task: AsyncTask) -> AsyncTask {
+    public nonisolated func add(_ task: AsyncTask) -> Bool {
         core.add(task)
-        return task
     }
 
     /// Adds the unit of an async-style handle; see ``add(_:)-(AsyncTask)``.
+    ///
+    /// - Returns: `true` when this queue took the unit; `false` when it could not.
     @discardableResult
-    public nonisolated func add<Success>(_ handle: AsyncTaskHandle<Success>) -> AsyncTaskHandle<Success> {
+    public nonisolated func add<Success>(_ handle: AsyncTaskHandle<Success>) -> Bool {
         core.add(handle.task)
-        return handle
     }
 
     /// Adds several units at once, in order; deduplication policies apply in that order.
     /// The sequence is iterated before the queue's lock is taken, so its code may use
-    /// the queue.
-    public nonisolated func add(contentsOf tasks: some Sequence<AsyncTask>) {
+    /// the queue. Units that cannot be added (see ``add(_:)-(AsyncTask)``) are left as
+    /// they are.
+    ///
+    /// - Returns: How many of the units this queue took.
+    @discardableResult
+    public nonisolated func add(contentsOf tasks: some Sequence<AsyncTask>) -> Int {
         core.add(tasks, sequential: false)
     }
 
     /// Adds a sequential group: each unit starts only after the previous one reached
     /// *any* outcome. A member that is dropped, cancelled or times out is skipped, so a
-    /// group never hangs. Members that were already added elsewhere are skipped. The
-    /// sequence is iterated before the queue's lock is taken.
-    public nonisolated func addSequence(_ tasks: some Sequence<AsyncTask>) {
+    /// group never hangs. Members that cannot be added (see ``add(_:)-(AsyncTask)``) are
+    /// left as they are and skipped. The sequence is iterated before the queue's lock is
+    /// taken.
+    ///
+    /// - Returns: How many of the units this queue took.
+    @discardableResult
+    public nonisolated func addSequence(_ tasks: some Sequence<AsyncTask>) -> Int {
         core.add(tasks, sequential: true)
     }
 
@@ -136,12 +147,59 @@ public actor BackgroundQueue {
         return unit
     }
 
+    /// Creates and adds a callback-style unit with `options`; see
+    /// ``add(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``. Its timeout is
+    /// ``AsyncTask/defaultTimeout`` unless `options` set one.
+    @discardableResult
+    public nonisolated func add(
+        _ options: AsyncTask.Options, _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
+    ) -> AsyncTask {
+        let unit = AsyncTask(options, work: .callback(work), claimedBy: core)
+        core.add(claimed: unit)
+        return unit
+    }
+
     /// Creates and adds an async-style unit: done when `body` returns or throws.
     /// Synchronous like ``add(_:)-(AsyncTask)``; await the handle's value for the result.
+    /// (The counterpart of `TaskGroup.addTask`; an `OperationQueue`'s `addOperation`
+    /// takes an `Operation`, which ``add(_:timeout:priority:uniquenessPolicy:onTimeout:)``
+    /// takes here.)
     ///
     /// Parameters are those of ``AsyncTask/operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``
     /// (no timeout unless given; `body` runs off the caller's actor unless it is isolated
     /// to one).
+    @discardableResult
+    public nonisolated func addTask<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = nil,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        let handle = AsyncTaskHandle<Success>(
+            AsyncTask(
+                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .body(body), claimedBy: core))
+        core.add(claimed: handle.task)
+        return handle
+    }
+
+    /// Creates and adds an async-style unit with `options`; see
+    /// ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``. No timeout unless
+    /// `options` set one.
+    @discardableResult
+    public nonisolated func addTask<Success: Sendable>(
+        _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        let handle = AsyncTaskHandle<Success>(AsyncTask(options, work: .body(body), claimedBy: core))
+        core.add(claimed: handle.task)
+        return handle
+    }
+
+    /// Renamed ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: an
+    /// `OperationQueue`'s `addOperation` takes an `Operation`.
+    @available(*, deprecated, renamed: "addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)")
     @discardableResult
     public nonisolated func addOperation<Success: Sendable>(
         name: String? = nil,
@@ -151,11 +209,9 @@ public actor BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
-        let handle = AsyncTask.operation(
+        addTask(
             name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, claimedBy: core, body)
-        core.add(claimed: handle.task)
-        return handle
+            onTimeout: onTimeout, body)
     }
 
     /// The async way to use the queue from async code: adds an async-style unit and
@@ -165,7 +221,7 @@ public actor BackgroundQueue {
     /// the unit was cancelled (cancelling the calling task cancels the unit); or
     /// ``AsyncTaskError/replaced``, ``AsyncTaskError/dropped`` or
     /// ``AsyncTaskError/timedOut``. Parameters are those of
-    /// ``addOperation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: no timeout
+    /// ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: no timeout
     /// unless given, and `body` runs off the caller's actor unless it is isolated to one.
     public nonisolated func run<Success: Sendable>(
         name: String? = nil,
@@ -175,10 +231,18 @@ public actor BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
-        try await addOperation(
+        try await addTask(
             name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
             onTimeout: onTimeout, body
         ).value
+    }
+
+    /// ``run(name:timeout:priority:uniquenessPolicy:onTimeout:_:)`` with `options`: no
+    /// timeout unless they set one.
+    public nonisolated func run<Success: Sendable>(
+        _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) async throws -> Success {
+        try await addTask(options, body).value
     }
 
     // MARK: Controlling
@@ -297,9 +361,11 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// next round admits it (see ``UnitInbox``). Otherwise the unit is admitted here,
     /// in one transition, after whatever the inbox holds: its outcome is decided before
     /// this returns.
-    func add(_ unit: AsyncTask) {
-        guard unit.state.withLock({ $0.claim(by: self) }) else { return }
+    @discardableResult
+    func add(_ unit: AsyncTask) -> Bool {
+        guard unit.state.withLock({ $0.claim(by: self) }) else { return false }
         add(claimed: unit)
+        return true
     }
 
     /// Adds a unit this queue has claimed (or created claimed: no one else has seen it).
@@ -318,12 +384,13 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
 
     /// Adds units in order, each after the previous one when `sequential`. The
     /// caller's sequence is iterated here, before the lock: its code never runs under it.
-    func add(_ units: some Sequence<AsyncTask>, sequential: Bool) {
+    func add(_ units: some Sequence<AsyncTask>, sequential: Bool) -> Int {
         let admissions = units.filter { unit in unit.state.withLock { $0.claim(by: self) } }.map(\.admission)
-        guard !admissions.isEmpty else { return }
+        guard !admissions.isEmpty else { return 0 }
         let admitted = transition { machine, actions in
             machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
         }
         for (unit, handle) in admitted { unit.attach(handle, ended: memberEnded) }
+        return admissions.count
     }
 }

@@ -46,6 +46,20 @@ public final class AsyncTask: Sendable {
         var isExternal: Bool {
             if case .external = self { true } else { false }
         }
+
+        /// The timeout of a unit of this style when none is given: ``defaultTimeout``
+        /// for a callback, which could forget ``finish()``; none for an async body, which
+        /// cannot, or for work its front end times.
+        var defaultTimeout: Duration? {
+            if case .callback = self { AsyncTask.defaultTimeout } else { nil }
+        }
+
+        /// The work of an async body returning `Success`.
+        static func body<Success: Sendable>(
+            _ body: sending @escaping @isolated(any) () async throws -> Success
+        ) -> Work {
+            .operation { try await body() }
+        }
     }
 
     /// The timeout a unit gets when none is given: 10 seconds, as in 1.x.
@@ -106,6 +120,14 @@ public final class AsyncTask: Sendable {
         self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
+    /// A unit with `options`; its timeout is its style's default unless they set one.
+    convenience init(_ options: Options, work: consuming sending Work, claimedBy queue: borrowing QueueCore? = nil) {
+        self.init(
+            name: options.name, timeout: options.timeout(defaultingTo: work.defaultTimeout),
+            priorityRawValue: options.priority?.rawValue ?? 0, uniquenessPolicy: options.uniquenessPolicy,
+            onTimeout: options.onTimeout, work: work, claimedBy: queue)
+    }
+
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
     /// the unit and the unit is done only when ``finish()`` is called.
     ///
@@ -134,6 +156,13 @@ public final class AsyncTask: Sendable {
             uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work))
     }
 
+    /// Creates a callback-style unit with `options` (see
+    /// ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``): its timeout is
+    /// ``defaultTimeout`` unless `options` set one.
+    public convenience init(_ options: Options, _ work: sending @escaping @isolated(any) (AsyncTask) -> Void) {
+        self.init(options, work: .callback(work))
+    }
+
     /// Creates an async-style unit: it is done when `body` returns (outcome
     /// ``Outcome/finished``) or throws (``Outcome/failed(_:)``). Await its value
     /// through the returned handle.
@@ -150,27 +179,19 @@ public final class AsyncTask: Sendable {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
-        operation(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, claimedBy: nil, body)
-    }
-
-    /// ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``, claimed by
-    /// `queue` from the start when the queue creates the unit itself.
-    static func operation<Success: Sendable>(
-        name: String?,
-        timeout: Duration?,
-        priority: TaskPriority?,
-        uniquenessPolicy: UniquenessPolicy,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
-        claimedBy queue: borrowing QueueCore?,
-        _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
             AsyncTask(
                 name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout,
-                work: .operation { try await body() }, claimedBy: queue))
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .body(body)))
+    }
+
+    /// Creates an async-style unit with `options` (see
+    /// ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``): no timeout
+    /// unless `options` set one.
+    public static func operation<Success: Sendable>(
+        _ options: Options, _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        AsyncTaskHandle(AsyncTask(options, work: .body(body)))
     }
 
     /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default

@@ -62,19 +62,19 @@ struct UnitInboxTests {
 
     @Test func waitingForIdleAdmitsTheInboxFirst() async {
         let queue = queueBehindADrainer()
-        let unit = queue.add(unit())
+        let unit = queue.adding(unit())
         await queue.waitUntilIdle()
         #expect(unit.currentOutcome?.kind == .finished)
     }
 
     @Test func dropAndReplaceAreDecidedBeforeAddReturns() {
         let queue = queueBehindADrainer(suspended: true)
-        let first = queue.add(unit("sync", .drop))
+        let first = queue.adding(unit("sync", .drop))
         setDrainerFlag(queue)
-        let dropped = queue.add(unit("sync", .drop))
+        let dropped = queue.adding(unit("sync", .drop))
         #expect(dropped.currentOutcome?.kind == .dropped)
         setDrainerFlag(queue)
-        let replacing = queue.add(unit("sync", .replace))
+        let replacing = queue.adding(unit("sync", .replace))
         #expect(first.currentOutcome?.kind == .replaced)
         #expect(replacing.currentOutcome == nil)
         queue.cancelAll()
@@ -83,10 +83,10 @@ struct UnitInboxTests {
 
     @Test func aUnitCancelledInTheInboxFreesItsNameAtOnce() {
         let queue = queueBehindADrainer(suspended: true)
-        let labelled = queue.add(unit("refresh"))
+        let labelled = queue.adding(unit("refresh"))
         labelled.cancel()
         #expect(queue.core.read { !$0.hasLiveMember(named: "refresh") })
-        let next = queue.add(unit("refresh", .drop))
+        let next = queue.adding(unit("refresh", .drop))
         #expect(next.currentOutcome == nil, "the cancelled unit no longer holds the name")
         #expect(queue.enqueuedCount == 1)
         queue.cancelAll()
@@ -100,7 +100,7 @@ struct UnitInboxTests {
                 group.addTask {
                     (0..<5_000).map { index in
                         if index % 500 == 0 { _ = queue.enqueuedCount + pusher }
-                        return queue.add(AsyncTask(timeout: nil) { $0.finish() })
+                        return queue.adding(AsyncTask(timeout: nil) { $0.finish() })
                     }
                 }
             }
@@ -109,5 +109,13 @@ struct UnitInboxTests {
         await queue.waitUntilIdle()
         #expect(units.allSatisfy { $0.currentOutcome?.kind == .finished })
         #expect(queue.core.read { $0.liveCount } == 0)
+    }
+}
+
+extension BackgroundQueue {
+    /// `add(_:)`, returning the unit.
+    fileprivate nonisolated func adding(_ unit: AsyncTask) -> AsyncTask {
+        #expect(add(unit))
+        return unit
     }
 }

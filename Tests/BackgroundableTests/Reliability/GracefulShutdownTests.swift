@@ -60,7 +60,7 @@ struct GracefulShutdownTests {
         provider.monitor(queue)
         let events = queue.events
         let started = Signal()
-        let stuck = queue.addOperation(name: "stuck", timeout: nil) {
+        let stuck = queue.addTask(name: "stuck", timeout: nil) {
             started.signal()
             await suspendUntilCancelled()
         }

@@ -57,13 +57,13 @@ struct LeakTests {
             }
         }
         await expectReleased(expected: .finished) { queue, tracked in
-            queue.addOperation { withExtendedLifetime(tracked) { 1 } }.task
+            queue.addTask { withExtendedLifetime(tracked) { 1 } }.task
         }
     }
 
     @Test func failedUnitsAreReleased() async {
         await expectReleased(expected: .failed) { queue, tracked in
-            queue.addOperation { () throws -> Int in
+            queue.addTask { () throws -> Int in
                 withExtendedLifetime(tracked) {}
                 throw TestError(code: 1)
             }.task
@@ -89,7 +89,7 @@ struct LeakTests {
     @Test func droppedUnitsAreReleased() async {
         let release = Signal()
         let (queue, _) = makeQueue()
-        let holder = queue.addOperation(name: "n", timeout: nil) { await release.wait() }
+        let holder = queue.addTask(name: "n", timeout: nil) { await release.wait() }
         weak var weakUnit: AsyncTask?
         weak var weakCaptured: Tracked?
         do {
@@ -114,7 +114,7 @@ struct LeakTests {
         do {
             let tracked = Tracked()
             weakCaptured = tracked
-            let old = queue.addOperation(name: "n", timeout: nil) {
+            let old = queue.addTask(name: "n", timeout: nil) {
                 withExtendedLifetime(tracked) { started.signal() }
                 await suspendUntilCancelled()
             }.task

@@ -51,7 +51,7 @@ guard queue.backgroundTaskProvider is GracefulShutdownBackgroundTaskProvider els
 let started = Atomic<Int>(0)
 for index in 0..<units {
     let path = "\(directory)/unit-\(index)"
-    queue.addOperation(name: "unit-\(index)", timeout: nil) {
+    queue.addTask(name: "unit-\(index)", timeout: nil) {
         writeFile(path, "partial")
         if started.add(1, ordering: .acquiringAndReleasing).newValue == units {
             say("ready")
