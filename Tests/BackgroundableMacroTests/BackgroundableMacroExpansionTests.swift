@@ -180,6 +180,77 @@
             )
         }
 
+        /// A `nonisolated` type, and a `nonisolated` method of a main-actor type or an
+        /// actor, get the plain form: its handler runs the expiration on the isolation it
+        /// was formed in (none here). In a main-actor-by-default module, a type without
+        /// an annotation expands as `Uploader` above, and its handler runs on the main
+        /// actor (`ApproachableConcurrencyTests` compiles and runs each kind).
+        func testNonisolatedTypesAndMethodsGetThePlainForm() {
+            assertMacroExpansion(
+                """
+                nonisolated final class Checksummer: Sendable {
+                    @Backgroundable(expirationFunc: "expired")
+                    func checksum() {
+                    }
+                }
+                @MainActor
+                final class Model {
+                    @Backgroundable(expirationFunc: "expired")
+                    nonisolated func hash() {
+                    }
+                }
+                actor Store {
+                    @Backgroundable(expirationFunc: "flush")
+                    nonisolated func describe() {
+                    }
+                }
+                """,
+                expandedSource: """
+                    nonisolated final class Checksummer: Sendable {
+                        func checksum() {
+                            let __macro_local_9assertionfMu_ = BackgroundTimeAssertion.begin(
+                                named: "Checksummer.checksum",
+                                onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
+                                    $0.expired()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu_.end()
+                            }
+                        }
+                    }
+                    @MainActor
+                    final class Model {
+                        nonisolated func hash() {
+                            let __macro_local_9assertionfMu0_ = BackgroundTimeAssertion.begin(
+                                named: "Model.hash",
+                                onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
+                                    $0.expired()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu0_.end()
+                            }
+                        }
+                    }
+                    actor Store {
+                        nonisolated func describe() {
+                            let __macro_local_9assertionfMu1_ = BackgroundTimeAssertion.begin(
+                                named: "Store.describe",
+                                onExpiration: _BackgroundableMacroSupport.expirationHandler(for: self) {
+                                    $0.flush()
+                                }
+                            )
+                            defer {
+                                __macro_local_9assertionfMu1_.end()
+                            }
+                        }
+                    }
+                    """,
+                macros: macros
+            )
+        }
+
         func testNestedTypeInAnExtensionAndFreeFunction() {
             assertMacroExpansion(
                 """
