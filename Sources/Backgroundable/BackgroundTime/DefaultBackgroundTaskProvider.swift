@@ -13,7 +13,7 @@ import Synchronization
 /// 1. ``withProvider(_:operation:)`` replaces the default for the current task and the
 ///    tasks it creates, for tests;
 /// 2. ``processDefault`` replaces it for the whole process — what
-///    ``GracefulShutdown/install(gracePeriod:exitStatus:)`` sets on servers and
+///    ``GracefulShutdown/install(gracePeriod:cancellationPeriod:)`` sets on servers and
 ///    command-line tools.
 public enum DefaultBackgroundTaskProvider {
     /// A replacement for the platform default, bound by ``withProvider(_:operation:)``.

@@ -1,31 +1,399 @@
+import Dispatch
 import Synchronization
 
-/// One call to opt a server or command-line tool in to graceful shutdown.
-public enum GracefulShutdown {
-    private static let installed = Lock<GracefulShutdownBackgroundTaskProvider?>(nil)
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
-    /// Creates a ``GracefulShutdownBackgroundTaskProvider``, makes it the process-wide
-    /// default (``DefaultBackgroundTaskProvider/processDefault``) and installs its
-    /// SIGTERM / SIGINT handlers. Call it once, early, before creating queues; later
-    /// calls return the provider installed first and change nothing.
+/// Shutdown for servers and command-line tools, as cancellation rather than `exit()`:
+/// the program is told that shutdown was requested, its queues stop taking new work
+/// and drain within a grace period, work still running then is cancelled and gets a
+/// bounded *cancellation period* to save its state, and control returns to the
+/// program, which decides the exit status. The library never ends the process.
+///
+/// ```swift
+/// let shutdown = GracefulShutdown.install(gracePeriod: .seconds(30))
+/// let exports = BackgroundQueue(name: "exports")
+/// // … add work …
+/// let report = await shutdown.drain(exports)
+/// try writeManifest()  // runs in every case: nothing ends the process under you
+/// exit(report.exitStatus)
+/// ```
+///
+/// ## The sequence
+/// 1. **A request**: SIGTERM or SIGINT once ``installSignalHandlers()`` (or
+///    ``install(gracePeriod:cancellationPeriod:)``) took them over, or
+///    ``requestShutdown()``. The program learns it through ``isShutdownRequested``,
+///    ``waitForShutdownRequest()`` or ``withShutdownHandler(isolation:_:onShutdown:)``.
+/// 2. **Drain** (``drain(_:)-(BackgroundQueue...)``): the queues stop accepting work
+///    (``BackgroundQueue/stopAcceptingWork()``: a late add ends cancelled, never
+///    silently lost), and their units run on until the queues are idle, for at most
+///    ``gracePeriod`` from the request.
+/// 3. **Expiration**, if the grace period runs out or a second request arrives first:
+///    every background-time assertion this provider holds expires, so each queue
+///    emits ``BackgroundQueue/Event/backgroundTimeExpiring`` and applies its
+///    ``BackgroundQueue/ExpirationPolicy`` (by default it cancels its units). Cancelled
+///    bodies see `Task.isCancelled` and get ``cancellationPeriod`` to return — to save
+///    their state.
+/// 4. **Back to the program**: `drain` returns a ``ShutdownReport`` once the queues'
+///    events have been delivered to their listeners; it names the units that had not
+///    finished, and suggests an exit status.
+///
+/// It is also a ``BackgroundTaskProvider``: ``install(gracePeriod:cancellationPeriod:)``
+/// makes it the process's default, so every queue's busy period holds one of its
+/// assertions, which is how the expiration reaches every queue, drained or not.
+///
+/// ## Concurrency contract
+/// Thread-safe. Signals are handled on a private serial `DispatchQueue` (Dispatch signal
+/// sources: no async-signal-safety concerns). Handlers of ``withShutdownHandler(isolation:_:onShutdown:)``
+/// and expiration handlers run outside every lock, on the thread that made the
+/// request or the draining task. Each wait returns early when its task is cancelled.
+public final class GracefulShutdown: BackgroundTaskProvider {
+    /// How long queues may run on after the request before their work expires.
+    public let gracePeriod: Duration
+    /// How long cancelled work has, after the expiration, to return before ``drain(_:)-([BackgroundQueue])``
+    /// gives up waiting for it.
+    public let cancellationPeriod: Duration
+
+    /// What asked for the shutdown.
+    public enum Request: Sendable, Hashable, CustomStringConvertible {
+        /// A signal: `SIGTERM`, `SIGINT`.
+        case signal(Int32)
+        /// ``GracefulShutdown/requestShutdown()`` (a service lifecycle, a test, an admin
+        /// endpoint).
+        case requested
+
+        public var description: String {
+            switch self {
+            case .signal(SIGTERM): "SIGTERM"
+            case .signal(SIGINT): "SIGINT"
+            case .signal(let number): "signal \(number)"
+            case .requested: "requestShutdown()"
+            }
+        }
+    }
+
+    private struct Assertion {
+        let name: String
+        let expirationHandler: @Sendable () -> Void
+    }
+
+    private struct State {
+        var nextIdentifier = 1
+        var active: [BackgroundTaskIdentifier: Assertion] = [:]
+        /// The first request and when it came; the second makes the drain hurry.
+        var request: (request: Request, at: ContinuousClock.Instant)?
+        var hurriedBy: Request?
+        var nextHandlerID: UInt64 = 0
+        var handlers: [UInt64: @Sendable (Request) -> Void] = [:]
+        var signalSources: [any DispatchSourceSignal] = []
+    }
+
+    private let state = Lock(State())
+    private let requested = Latch()
+    private let hurried = Latch()
+    private let signalQueue = DispatchQueue(label: "Backgroundable.GracefulShutdown")
+
+    /// Creates a coordinator that does not listen to signals yet; see
+    /// ``install(gracePeriod:cancellationPeriod:)`` for the usual way, or call
+    /// ``installSignalHandlers()``.
     ///
     /// - Parameters:
-    ///   - gracePeriod: How long busy queues may run on after the first signal.
-    ///   - exitStatus: The exit status when the grace period runs out; default 75.
-    /// - Returns: The provider, for ``GracefulShutdownBackgroundTaskProvider/monitor(_:)``.
+    ///   - gracePeriod: How long queues may run on after the request.
+    ///   - cancellationPeriod: How long cancelled work has to return once the grace
+    ///     period ran out; default 5 seconds.
+    public init(gracePeriod: Duration, cancellationPeriod: Duration = .seconds(5)) {
+        self.gracePeriod = gracePeriod
+        self.cancellationPeriod = cancellationPeriod
+    }
+
+    // MARK: Installing
+
+    private static let installed = Lock<GracefulShutdown?>(nil)
+
+    /// Creates a coordinator, makes it the process-wide default provider
+    /// (``DefaultBackgroundTaskProvider/processDefault``) and hands it SIGTERM and SIGINT.
+    /// Call it once, early, before creating queues; later calls return the one
+    /// installed first and change nothing.
     @discardableResult
-    public static func install(gracePeriod: Duration, exitStatus: Int32 = 75) -> GracefulShutdownBackgroundTaskProvider
-    {
-        let (provider, isNew) = installed.withLock { installed in
+    public static func install(gracePeriod: Duration, cancellationPeriod: Duration = .seconds(5)) -> GracefulShutdown {
+        let (shutdown, isNew) = installed.withLock { installed in
             if let installed { return (installed, false) }
-            let provider = GracefulShutdownBackgroundTaskProvider(gracePeriod: gracePeriod, exitStatus: exitStatus)
-            installed = provider
-            return (provider, true)
+            let shutdown = GracefulShutdown(gracePeriod: gracePeriod, cancellationPeriod: cancellationPeriod)
+            installed = shutdown
+            return (shutdown, true)
         }
         if isNew {
-            DefaultBackgroundTaskProvider.processDefault = provider
-            provider.installSignalHandlers()
+            DefaultBackgroundTaskProvider.processDefault = shutdown
+            shutdown.installSignalHandlers()
         }
-        return provider
+        return shutdown
+    }
+
+    /// Takes SIGTERM and SIGINT over: their default action (ending the process) is
+    /// ignored, and each one is a ``Request/signal(_:)`` instead. Idempotent.
+    ///
+    /// From then on the program must observe the request (``drain(_:)-(BackgroundQueue...)``,
+    /// ``waitForShutdownRequest()``, …): the signals no longer end it.
+    public func installSignalHandlers() {
+        let sources = state.withLock { state -> [any DispatchSourceSignal]? in
+            guard state.signalSources.isEmpty else { return nil }
+            state.signalSources = [SIGTERM, SIGINT].map {
+                DispatchSource.makeSignalSource(signal: $0, queue: signalQueue)
+            }
+            return state.signalSources
+        }
+        guard let sources else { return }
+        for source in sources {
+            let number = Int32(source.handle)
+            signal(number, SIG_IGN)
+            // Signals that arrive before the handler runs are coalesced: `data` counts them,
+            // so two SIGTERMs in a row are still two requests.
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                let count = state.withLock { state in
+                    state.signalSources.first { Int32($0.handle) == number }?.data ?? 1
+                }
+                for _ in 0..<min(max(count, 1), 2) { receive(.signal(number)) }
+            }
+            source.resume()
+        }
+    }
+
+    // MARK: Requests
+
+    /// Requests the shutdown, as a signal would. A second request makes a drain in
+    /// progress skip what is left of the grace period; later ones change nothing.
+    public func requestShutdown() {
+        receive(.requested)
+    }
+
+    /// `true` once shutdown was requested.
+    public var isShutdownRequested: Bool { requested.isOpen }
+
+    /// What asked for the shutdown, once it was requested.
+    public var request: Request? { state.withLock { $0.request?.request } }
+
+    /// Suspends until shutdown is requested (returns at once if it was), or until the
+    /// calling task is cancelled.
+    public func waitForShutdownRequest() async {
+        await requested.wait()
+    }
+
+    /// Runs `operation`; if shutdown is requested while it runs (or was before),
+    /// `onShutdown` is called once, on the thread that made the request, so the
+    /// operation can wind down (close a listener, stop a loop). Like
+    /// swift-service-lifecycle's `withGracefulShutdownHandler`. `operation` runs on the
+    /// caller's actor.
+    public func withShutdownHandler<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ operation: () async throws -> sending Result,
+        onShutdown: @escaping @Sendable (Request) -> Void
+    ) async rethrows -> sending Result {
+        let registered = state.withLock { state -> (id: UInt64?, request: Request?) in
+            if let request = state.request { return (nil, request.request) }
+            state.nextHandlerID += 1
+            state.handlers[state.nextHandlerID] = onShutdown
+            return (state.nextHandlerID, nil)
+        }
+        if let request = registered.request { onShutdown(request) }
+        defer {
+            if let id = registered.id { _ = state.withLock { $0.handlers.removeValue(forKey: id) } }
+        }
+        return try await operation()
+    }
+
+    /// A request arrived (a signal, or ``requestShutdown()``).
+    private func receive(_ request: Request) {
+        let handlers = state.withLock { state -> [@Sendable (Request) -> Void]? in
+            if state.request == nil {
+                state.request = (request, .now)
+                defer { state.handlers = [:] }
+                return Array(state.handlers.values)
+            }
+            if state.hurriedBy == nil { state.hurriedBy = request }
+            return nil
+        }
+        guard let handlers else {
+            hurried.open()
+            return
+        }
+        requested.open()
+        for handler in handlers { handler(request) }
+    }
+
+    // MARK: Draining
+
+    /// Waits for `queues` to finish their work, through the shutdown sequence if one is
+    /// requested meanwhile (or was before); see the type's documentation.
+    ///
+    /// Without a request it returns ``ShutdownReport/Ending/idle`` as soon as every queue
+    /// is idle. With one, the queues stop accepting work and it returns
+    /// ``ShutdownReport/Ending/drained`` when they went idle within the grace period,
+    /// or goes on with the expiration and returns ``ShutdownReport/Ending/expired(_:)`` once
+    /// the cancelled work returned or the cancellation period ended. Every event of the
+    /// queues has been delivered to their listeners when it returns.
+    ///
+    /// Cancelling the calling task makes it return at once with what it knows.
+    public func drain(_ queues: BackgroundQueue...) async -> ShutdownReport {
+        await drain(queues)
+    }
+
+    /// ``drain(_:)-(BackgroundQueue...)`` for an array of queues.
+    public func drain(_ queues: [BackgroundQueue]) async -> ShutdownReport {
+        let idle: @Sendable () async -> Void = { await Self.waitUntilIdle(queues) }
+        let requestArrives: @Sendable () async -> Void = { await self.requested.wait() }
+        if await firstToReturn([idle, requestArrives]) == 0, !isShutdownRequested {
+            return ShutdownReport(ending: .idle, request: nil, unfinished: [])
+        }
+        let (request, requestedAt) = state.withLock { $0.request! }
+        for queue in queues { queue.stopAcceptingWork() }
+        let deadline = requestedAt + gracePeriod
+        let gracePeriodEnds: @Sendable () async -> Void = { try? await Task.sleep(until: deadline, clock: .continuous) }
+        let hurry: @Sendable () async -> Void = { await self.hurried.wait() }
+        if await firstToReturn([idle, gracePeriodEnds, hurry]) == 0 {
+            return ShutdownReport(ending: .drained, request: request, unfinished: [])
+        }
+        guard !Task.isCancelled else {
+            return ShutdownReport(ending: .drained, request: request, unfinished: Self.unfinishedWork(in: queues))
+        }
+        return await expire(queues, request: request)
+    }
+
+    /// The expiration: names what is unfinished, expires every held assertion (and the
+    /// background time of the queues that use another provider), then gives the
+    /// cancelled bodies the cancellation period to return.
+    private func expire(_ queues: [BackgroundQueue], request: Request) async -> ShutdownReport {
+        let hurriedBy = state.withLock { $0.hurriedBy }
+        let unfinished = Self.unfinishedWork(in: queues)
+        let bodies = queues.flatMap { queue in queue.core.read { $0.liveMembers() }.compactMap(\.runningTask) }
+        let assertions = state.withLock { state in
+            state.active.sorted { $0.key.rawValue < $1.key.rawValue }.map(\.value)
+        }
+        for assertion in assertions { assertion.expirationHandler() }
+        for queue in queues where queue.backgroundTaskProvider as? GracefulShutdown !== self {
+            queue.core.expireBackgroundTime()
+        }
+        let returned = Latch()
+        let waiter = Task.detached {
+            for body in bodies { await body.value }
+            returned.open()
+        }
+        let cancellationPeriod = self.cancellationPeriod
+        _ = await firstToReturn([
+            { await returned.wait() },
+            { try? await Task.sleep(for: cancellationPeriod) },
+        ])
+        waiter.cancel()
+        // Every event the expiration caused is delivered once a queue is idle again.
+        for queue in queues where !queue.isBusy { await queue.waitUntilIdle() }
+        return ShutdownReport(
+            ending: .expired(hurriedBy.map(ShutdownReport.Expiration.secondRequest) ?? .gracePeriodEnded),
+            request: request, unfinished: unfinished)
+    }
+
+    /// Returns when every queue is idle at once (or the task is cancelled).
+    private static func waitUntilIdle(_ queues: [BackgroundQueue]) async {
+        repeat {
+            for queue in queues { await queue.waitUntilIdle() }
+        } while !Task.isCancelled && queues.contains(where: \.isBusy)
+    }
+
+    /// `queue "name": ["unit", <unnamed>]` for each queue with live units.
+    private static func unfinishedWork(in queues: [BackgroundQueue]) -> [String] {
+        queues.compactMap { queue in
+            let units = queue.core.read { $0.liveMembers() }
+            guard !units.isEmpty else { return nil }
+            let names = units.map { $0.name.map { "\"\($0)\"" } ?? "<unnamed>" }
+            return "queue \"\(queue.name)\": [\(names.joined(separator: ", "))]"
+        }
+    }
+
+    // MARK: BackgroundTaskProvider
+
+    /// Grants an assertion, kept until it ends; its `expirationHandler` is called if a
+    /// drain expires before then. Thread-safe.
+    public func beginBackgroundTask(
+        named name: String,
+        expirationHandler: @escaping @Sendable () -> Void
+    ) -> BackgroundTaskIdentifier? {
+        state.withLock { state in
+            let identifier = BackgroundTaskIdentifier(rawValue: state.nextIdentifier)
+            state.nextIdentifier += 1
+            state.active[identifier] = Assertion(name: name, expirationHandler: expirationHandler)
+            return identifier
+        }
+    }
+
+    /// Releases the assertion. Thread-safe.
+    public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
+        _ = state.withLock { $0.active.removeValue(forKey: identifier) }
+    }
+
+    /// Assertions held now.
+    public var activeCount: Int { state.withLock { $0.active.count } }
+}
+
+/// How a ``GracefulShutdown/drain(_:)-(BackgroundQueue...)`` ended, for the program to
+/// report and to choose its exit status.
+public struct ShutdownReport: Sendable, CustomStringConvertible {
+    /// Why the expiration came.
+    public enum Expiration: Sendable, Hashable {
+        /// The grace period ran out with work still running.
+        case gracePeriodEnded
+        /// A second request came before the grace period ran out.
+        case secondRequest(GracefulShutdown.Request)
+    }
+
+    /// How the drain ended.
+    public enum Ending: Sendable, Hashable {
+        /// No shutdown was requested; the queues went idle.
+        case idle
+        /// Shutdown was requested; the queues finished their work within the grace period.
+        case drained
+        /// Shutdown was requested and the work still running expired (see ``Expiration``).
+        case expired(Expiration)
+    }
+
+    public let ending: Ending
+    /// What asked for the shutdown; `nil` for ``Ending/idle``.
+    public let request: GracefulShutdown.Request?
+    /// The units that had not finished when the work expired, by queue
+    /// (`queue "name": ["unit", <unnamed>]`); empty unless ``Ending/expired(_:)``.
+    public let unfinished: [String]
+
+    /// `true` unless work expired.
+    public var isComplete: Bool {
+        if case .expired = ending { false } else { true }
+    }
+
+    /// A suggested exit status: 0 when the work completed, 75 (`EX_TEMPFAIL`, "try again
+    /// later") when it expired.
+    public var exitStatus: Int32 { isComplete ? 0 : 75 }
+
+    public var description: String {
+        switch ending {
+        case .idle:
+            "Backgroundable: the queues are idle"
+        case .drained:
+            "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): the queues drained"
+        case .expired(let expiration):
+            "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): "
+                + {
+                    switch expiration {
+                    case .gracePeriodEnded: "the grace period ran out"
+                    case .secondRequest(let second): "a second request (\(second)) cut the grace period short"
+                    }
+                }() + "; unfinished: " + (unfinished.isEmpty ? "none" : unfinished.joined(separator: ", "))
+        }
     }
 }
+
+@available(
+    *, unavailable, renamed: "GracefulShutdown", message: "shutdown no longer calls exit(): drain and exit from main"
+)
+public typealias GracefulShutdownBackgroundTaskProvider = GracefulShutdown

@@ -57,7 +57,6 @@ public actor BackgroundQueue {
             expirationPolicy: expirationPolicy
         )
         core.front = self
-        (backgroundTaskProvider as? GracefulShutdownBackgroundTaskProvider)?.monitor(self)
     }
 
     deinit {
@@ -90,7 +89,9 @@ public actor BackgroundQueue {
     /// owner still runs it, and awaiting it still reports its one outcome) and the add
     /// returns `false`.
     ///
-    /// - Returns: `true` when this queue took the unit; `false` when it could not.
+    /// - Returns: `true` when this queue took the unit (it then ends cancelled at once if
+    ///   the queue stopped accepting work, see ``stopAcceptingWork()``); `false` when it
+    ///   could not.
     @discardableResult
     public nonisolated func add(_ task: AsyncTask) -> Bool {
         core.add(task)
@@ -281,6 +282,20 @@ public actor BackgroundQueue {
     /// it cancels has ended, and left the queue, when this returns.
     public nonisolated func cancelAll() {
         core.transition { machine, actions in machine.cancelAll(actions: &actions) }
+    }
+
+    /// Stops accepting work, for a shutdown (``GracefulShutdown`` calls it): every unit
+    /// added from now on ends ``AsyncTask/Outcome/cancelled`` as soon as the queue sees
+    /// it — its work never runs, awaiting its value throws `CancellationError`, and
+    /// listeners hear its end — while the units already added run as usual. For good:
+    /// a queue that stopped accepting work does not start again.
+    public nonisolated func stopAcceptingWork() {
+        core.transition { machine, _ in machine.stopAcceptingWork() }
+    }
+
+    /// `false` once ``stopAcceptingWork()`` was called.
+    public nonisolated var isAcceptingWork: Bool {
+        core.read { $0.acceptsWork }
     }
 
     // MARK: Observing

@@ -160,6 +160,9 @@ struct QueueStateMachine<Member: AnyObject> {
     private(set) var limit: Int
     private(set) var suspensions = 0
     private(set) var isClosed = false
+    /// `false` once the queue stopped accepting work (a shutdown): new members are
+    /// rejected (cancelled), the admitted ones run on.
+    private(set) var acceptsWork = true
     /// Whether anyone listens to per-member events (set by the storage).
     var isObserved = false
     /// `false` for a queue with no busy periods (the bridge's shared deadline keeper).
@@ -274,6 +277,11 @@ struct QueueStateMachine<Member: AnyObject> {
     private mutating func admit(_ admission: Admission, place: Place, actions: inout Actions) -> Int32? {
         if isClosed {
             actions.append(.reject(admission.member, .cancelled))
+            return nil
+        }
+        if !acceptsWork {
+            actions.append(.reject(admission.member, .cancelled))
+            emit(.ended(admission.member, .cancelled), actions: &actions)
             return nil
         }
         if let name = admission.name, let number = names[name] {
@@ -698,6 +706,12 @@ struct QueueStateMachine<Member: AnyObject> {
         guard suspensions > 0 else { return }
         suspensions -= 1
         startReady(inline: 0, actions: &actions)
+    }
+
+    /// A shutdown began: from now on new members are rejected (cancelled) at once, while
+    /// the admitted ones, pending or executing, run as usual. For good.
+    mutating func stopAcceptingWork() {
+        acceptsWork = false
     }
 
     /// The queue's owner is gone: pending members are cancelled, new ones rejected

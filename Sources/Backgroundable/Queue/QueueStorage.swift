@@ -209,7 +209,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                     // Background time first, then the delegate and listeners; members
                     // of the period start only after all of them.
                     let time = HeldBackgroundTime.begin(named: label, provider: provider) {
-                        self.backgroundTimeExpired()
+                        self.expireBackgroundTime()
                     }
                     state.withLock { $0.backgroundTime = time }
                     front?.queueWillStartWork()
@@ -243,9 +243,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         }
     }
 
-    /// The provider took the background time back: the assertion has ended itself;
-    /// listeners hear it, then the expiration policy applies.
-    private func backgroundTimeExpired() {
+    /// The provider took the background time back (the assertion has ended itself), or a
+    /// shutdown expires the queue's work: listeners hear it, then the expiration policy
+    /// applies.
+    func expireBackgroundTime() {
         transition { machine, actions in
             machine.backgroundTimeExpired(policy: expirationPolicy, actions: &actions)
         }

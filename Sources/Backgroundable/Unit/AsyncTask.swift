@@ -398,6 +398,10 @@ public final class AsyncTask: Sendable {
 }
 
 extension AsyncTask: QueueMember {
+    /// The wrapping `Task`, while the unit is launching or executing (a shutdown waits
+    /// for it to return).
+    var runningTask: Task<Void, Never>? { state.withLock { $0.runningTask } }
+
     /// The queue started the unit: it moves to launching and gets its `Task`.
     func startFromQueue() {
         if state.withLock({ $0.launch() }) {

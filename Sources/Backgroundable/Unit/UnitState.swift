@@ -88,6 +88,14 @@ struct UnitState {
         if case .ended = phase { true } else { false }
     }
 
+    /// The wrapping `Task` while the unit is launching or executing.
+    var runningTask: Task<Void, Never>? {
+        switch phase {
+        case .launching(_, let task), .executing(let task, _): task
+        default: nil
+        }
+    }
+
     /// `true` while the work really runs: from the moment its `Task` (or its front end)
     /// took it until the end. A unit its queue started but whose `Task` has not run yet
     /// is not executing.

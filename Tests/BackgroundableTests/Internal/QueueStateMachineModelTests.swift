@@ -53,6 +53,7 @@ struct ReferenceQueue {
     var owedRejections: [Int: AsyncTask.Outcome.Kind] = [:]
     var outcomes: [Int: AsyncTask.Outcome.Kind] = [:]
     var limit = Int.max
+    var acceptsWork = true
     var suspensions = 0
     var periods: UInt64 = 0
     var readySequences = 0
@@ -75,6 +76,10 @@ struct ReferenceQueue {
     mutating func admit(
         id: Int, name: String?, policy: UniquenessPolicy, priority: UInt8, timeout: Int64?, behind: Int?
     ) -> Bool {
+        guard acceptsWork else {
+            owedRejections[id] = .cancelled
+            return false
+        }
         if let name, hasLive(named: name) {
             switch policy {
             case .ignore: break
@@ -486,7 +491,7 @@ struct QueueStateMachineModelTests {
                 log.append("limit \(limit)")
                 harness.reference.limit = limit
                 harness.transition { machine, actions in machine.setLimit(limit, actions: &actions) }
-            default:
+            case 92..<99:
                 let policy = rng.pick([BackgroundQueue.ExpirationPolicy.cancelAll, .cancelPending, .keepRunning])
                 log.append("expire \(policy)")
                 if policy == .cancelAll {
@@ -497,6 +502,12 @@ struct QueueStateMachineModelTests {
                 harness.transition { machine, actions in
                     machine.backgroundTimeExpired(policy: policy, actions: &actions)
                 }
+            default:
+                // Rare: after it, every add of the sequence is turned away.
+                guard rng.chance(25) else { continue }
+                log.append("stop accepting work")
+                harness.reference.acceptsWork = false
+                harness.transition { machine, _ in machine.stopAcceptingWork() }
             }
             harness.settle()
             let problems = harness.problems(names: names)

@@ -4,40 +4,15 @@ import Testing
 
 @testable import Backgroundable
 
-/// The graceful-shutdown provider: its logic in-process (signals simulated, `exit`
-/// replaced), and for real in a child process (`graceful-shutdown-fixture`) sent SIGTERM.
+/// Shutdown as cancellation: in-process (requests made by calling
+/// `requestShutdown()`), and for real in a child process (`graceful-shutdown-fixture`)
+/// sent signals.
 @Suite("Graceful shutdown")
 struct GracefulShutdownTests {
-    /// A provider whose `exit` and standard-error line are recorded instead.
-    private func makeProvider(grace: Duration) -> (
-        GracefulShutdownBackgroundTaskProvider, Recorder<Int32>, Recorder<String>, Signal
-    ) {
-        let statuses = Recorder<Int32>()
-        let lines = Recorder<String>()
-        let exited = Signal()
-        let provider = GracefulShutdownBackgroundTaskProvider(
-            gracePeriod: grace, exitStatus: 75,
-            terminate: { status in
-                statuses.append(status)
-                exited.signal()
-            },
-            report: { lines.append($0) })
-        return (provider, statuses, lines, exited)
-    }
-
-    @Test func signalWithNothingHeldExitsAtOnceWithStatusZero() {
-        let (provider, statuses, lines, _) = makeProvider(grace: .seconds(30))
-        provider.shutdownRequested()
-        #expect(statuses.all == [0])
-        #expect(lines.all.isEmpty)
-    }
-
-    @Test func exitsWithStatusZeroWhenTheQueueGoesIdleWithinTheGracePeriod() async {
-        let (provider, statuses, lines, exited) = makeProvider(grace: .seconds(30))
-        let queue = BackgroundQueue(name: "uploads", backgroundTaskProvider: provider)
-        let release = Signal()
+    /// A unit that waits for `release`, then finishes.
+    private func gatedUnit(on queue: BackgroundQueue, named name: String, release: Signal) async -> AsyncTask {
         let started = Signal()
-        let unit = queue.add(name: "upload") { task in
+        let unit = queue.add(name: name, timeout: nil) { task in
             started.signal()
             Task {
                 await release.wait()
@@ -45,55 +20,167 @@ struct GracefulShutdownTests {
             }
         }
         await started.wait()
-        provider.shutdownRequested()
-        #expect(statuses.all.isEmpty, "held assertions keep the process alive")
+        return unit
+    }
+
+    @Test func withoutARequestDrainReturnsOnceTheQueuesAreIdle() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
+        let queue = BackgroundQueue(name: "work", backgroundTaskProvider: shutdown)
+        let unit = queue.addTask(timeout: nil) { 1 }
+        let report = await shutdown.drain(queue)
+        #expect(report.ending == .idle && report.isComplete && report.exitStatus == 0)
+        #expect(unit.task.currentOutcome?.kind == .finished)
+        #expect(queue.isAcceptingWork, "no request: the queue still takes work")
+        #expect(shutdown.activeCount == 0)
+    }
+
+    @Test func aRequestStopsTheQueuesTakingWorkAndTheyDrainWithinTheGracePeriod() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
+        let queue = BackgroundQueue(name: "uploads", backgroundTaskProvider: shutdown)
+        let release = Signal()
+        let unit = await gatedUnit(on: queue, named: "upload", release: release)
+        let drained = Task { await shutdown.drain(queue) }
+        shutdown.requestShutdown()
+        #expect(shutdown.isShutdownRequested && shutdown.request == .requested)
+        await waitUntil { !queue.isAcceptingWork }
+        let late = queue.addTask(name: "late") { 1 }
+        #expect(await late.task.outcome.kind == .cancelled, "a late add ends cancelled, never silently lost")
+        await #expect(throws: CancellationError.self) { try await late.value }
         release.signal()
-        await exited.wait()
-        #expect(statuses.all == [0])
-        #expect(lines.all.isEmpty)
+        let report = await drained.value
+        #expect(report.ending == .drained && report.exitStatus == 0, "\(report)")
         #expect(unit.currentOutcome?.kind == .finished)
     }
 
-    @Test func gracePeriodRunningOutRunsTheExpirationPathAndReportsUnfinishedUnits() async {
-        let (provider, statuses, lines, exited) = makeProvider(grace: .milliseconds(20))
-        let queue = BackgroundQueue(name: "uploads", backgroundTaskProvider: provider)
-        provider.monitor(queue)
+    @Test func whenTheGracePeriodRunsOutWorkIsCancelledAndSavesItsStateBeforeDrainReturns() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
+        let queue = BackgroundQueue(name: "exports", backgroundTaskProvider: shutdown)
         let events = queue.events
+        let saved = Recorder<String>()
         let started = Signal()
-        let stuck = queue.addTask(name: "stuck", timeout: nil) {
+        let unit = queue.addTask(name: "export") {
+            started.signal()
+            await suspendUntilCancelled()
+            await Task.yield()  // saving takes a suspension or two
+            saved.append("export")
+        }
+        await started.wait()
+        shutdown.requestShutdown()
+        let report = await shutdown.drain(queue)
+        #expect(report.ending == .expired(.gracePeriodEnded), "\(report)")
+        #expect(report.exitStatus == 75)
+        #expect(report.unfinished == ["queue \"exports\": [\"export\"]"])
+        #expect(report.description.contains("grace period ran out"))
+        #expect(saved.all == ["export"], "the cancelled body returned within the cancellation period")
+        #expect(unit.task.currentOutcome?.kind == .cancelled)
+        var seen: [String] = []
+        for await event in events {
+            switch event {
+            case .backgroundTimeExpiring: seen.append("expiring")
+            case .idle: seen.append("idle")
+            default: continue
+            }
+            if seen.last == "idle" { break }
+        }
+        #expect(seen == ["expiring", "idle"], "every event was delivered before drain returned")
+    }
+
+    @Test func aSecondRequestCutsTheGracePeriodShort() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(3_600), cancellationPeriod: .seconds(30))
+        let queue = BackgroundQueue(name: "sync", backgroundTaskProvider: shutdown)
+        let started = Signal()
+        _ = queue.addTask(name: "stuck") {
             started.signal()
             await suspendUntilCancelled()
         }
         await started.wait()
-        provider.shutdownRequested()
-        await exited.wait()
-        #expect(statuses.all == [75])
-        #expect(lines.all.count == 1)
-        #expect(lines.all.first?.contains("queue \"uploads\": [\"stuck\"]") == true, "\(lines.all)")
-        // The queue's expiration policy (cancelAll) ran, and its event was emitted.
-        #expect(stuck.task.currentOutcome?.kind == .cancelled)
-        var sawExpiring = false
-        for await event in events {
-            if case .backgroundTimeExpiring = event { sawExpiring = true }
-            if case .idle = event { break }
+        let drained = Task { await shutdown.drain(queue) }
+        shutdown.requestShutdown()
+        shutdown.requestShutdown()
+        let report = await drained.value
+        #expect(report.ending == .expired(.secondRequest(.requested)), "\(report)")
+        #expect(report.description.contains("second request"))
+    }
+
+    @Test func theCancellationPeriodBoundsTheWaitForWorkThatIgnoresCancellation() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .milliseconds(50))
+        let queue = BackgroundQueue(name: "stubborn", backgroundTaskProvider: shutdown)
+        let release = Signal()
+        let started = Signal()
+        let unit = queue.addTask(name: "stubborn") {
+            started.signal()
+            await release.wait()  // ignores cancellation
         }
-        #expect(sawExpiring)
-        #expect(provider.activeCount == 0)
+        await started.wait()
+        shutdown.requestShutdown()
+        let report = await shutdown.drain(queue)
+        #expect(report.ending == .expired(.gracePeriodEnded))
+        #expect(unit.task.currentOutcome?.kind == .cancelled, "the unit ended; its body still runs")
+        release.signal()
     }
 
-    @Test func secondSignalExpiresAtOnce() async {
-        let (provider, statuses, lines, exited) = makeProvider(grace: .seconds(30))
-        let assertion = BackgroundTimeAssertion.begin(named: "cli-work", provider: provider)
-        provider.shutdownRequested()
-        provider.shutdownRequested()
-        await exited.wait()
-        #expect(statuses.all == [75])
-        #expect(lines.all.first?.contains("assertion \"cli-work\"") == true, "\(lines.all)")
+    @Test func everyHeldAssertionExpiresNotOnlyTheDrainedQueues() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
+        let expired = Signal()
+        let assertion = BackgroundTimeAssertion.begin(named: "cli-work", provider: shutdown) { expired.signal() }
+        shutdown.requestShutdown()
+        let queue = BackgroundQueue(name: "busy", backgroundTaskProvider: shutdown)
+        let started = Signal()
+        _ = queue.addTask {
+            started.signal()
+            await suspendUntilCancelled()
+        }
+        await started.wait()
+        let report = await shutdown.drain(queue)
+        await expired.wait()
         #expect(!assertion.isHeld)
+        #expect(report.ending == .expired(.gracePeriodEnded))
+        #expect(shutdown.activeCount == 0)
     }
 
-    // `GracefulShutdown.install` making the provider the default is checked in the
-    // child process (the fixture exits with status 65 otherwise): setting the
+    @Test func aQueueWithAnotherProviderIsExpiredToo() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
+        let (queue, provider) = makeQueue()
+        let started = Signal()
+        let unit = queue.addTask(name: "elsewhere") {
+            started.signal()
+            await suspendUntilCancelled()
+        }
+        await started.wait()
+        shutdown.requestShutdown()
+        let report = await shutdown.drain(queue)
+        #expect(report.unfinished == ["queue \"test\": [\"elsewhere\"]"])
+        #expect(unit.task.currentOutcome?.kind == .cancelled)
+        #expect(provider.activeIdentifiers.isEmpty)
+    }
+
+    @Test func shutdownHandlersAndWaitersHearTheRequestOnce() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
+        let heard = Recorder<GracefulShutdown.Request>()
+        let waiter = Task { await shutdown.waitForShutdownRequest() }
+        let result = await shutdown.withShutdownHandler(
+            {
+                shutdown.requestShutdown()
+                shutdown.requestShutdown()
+                return 7
+            }, onShutdown: { heard.append($0) })
+        await waiter.value
+        #expect(result == 7 && heard.all == [.requested])
+        // After the request, a new handler is called at once.
+        await shutdown.withShutdownHandler({}, onShutdown: { heard.append($0) })
+        #expect(heard.all == [.requested, .requested])
+    }
+
+    @Test(.timeLimit(.minutes(1))) func waitingForARequestEndsWhenTheWaitingTaskIsCancelled() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
+        let waiter = Task { await shutdown.waitForShutdownRequest() }
+        waiter.cancel()
+        await waiter.value
+        #expect(!shutdown.isShutdownRequested)
+    }
+
+    // `GracefulShutdown.install` making the coordinator the default provider is checked
+    // in the child process (the fixture exits with status 65 otherwise): setting the
     // process-wide default here would race with tests that read the platform default.
 
     // MARK: A real child process
@@ -125,11 +212,15 @@ struct GracefulShutdownTests {
         let status: Int32
         let standardError: String
         let files: [String]
+        let events: String
+        let manifest: String
     }
 
-    /// Starts the fixture, waits for "ready" on its standard output, sends SIGTERM, and
+    /// Starts the fixture, waits for "ready" on its standard output, sends `signals`, and
     /// waits for it to exit.
-    private func runFixture(units: Int, unitMilliseconds: Int, graceMilliseconds: Int) async throws -> ChildResult {
+    private func runFixture(
+        units: Int, unitMilliseconds: Int, graceMilliseconds: Int, signals: [Int32] = [SIGTERM]
+    ) async throws -> ChildResult {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("graceful-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -144,52 +235,89 @@ struct GracefulShutdownTests {
         process.terminationHandler = { _ in terminated.signal() }
         try process.run()
 
-        // Read standard output until "ready", off the cooperative pool (reads block).
+        // Read standard output off the cooperative pool (reads block): "ready" once
+        // every unit started, "draining" once the child saw the request. A second
+        // signal is sent only then: the kernel keeps one pending signal per number, so
+        // two sent at once may arrive as one.
         let ready = Signal()
-        let readyHandle = output.fileHandleForReading
+        let draining = Signal()
+        let outputHandle = output.fileHandleForReading
         Thread.detachNewThread {
             var seen = Data()
             while true {
-                let chunk = readyHandle.availableData
+                let chunk = outputHandle.availableData
                 if chunk.isEmpty { break }
                 seen.append(chunk)
-                if String(decoding: seen, as: UTF8.self).contains("ready") { break }
+                let text = String(decoding: seen, as: UTF8.self)
+                if text.contains("ready") { ready.signal() }
+                if text.contains("draining") { draining.signal() }
             }
             ready.signal()
+            draining.signal()
         }
         await ready.wait()
-        kill(process.processIdentifier, SIGTERM)
+        for (index, signal) in signals.enumerated() {
+            if index > 0 { await draining.wait() }
+            kill(process.processIdentifier, signal)
+        }
         await terminated.wait()
         let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let files = (0..<units).map { index in
-            (try? String(contentsOf: directory.appendingPathComponent("unit-\(index)"), encoding: .utf8)) ?? "missing"
+        func read(_ name: String) -> String {
+            (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "missing"
         }
-        return ChildResult(status: process.terminationStatus, standardError: standardError, files: files)
+        return ChildResult(
+            status: process.terminationStatus, standardError: standardError,
+            files: (0..<units).map { read("unit-\($0)") }, events: read("events"), manifest: read("manifest"))
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func sigtermWaitsForInFlightUnitsWhenTheGracePeriodSuffices() async throws {
+    func sigtermWhileBusyDrainsAndMainChoosesTheExitStatus() async throws {
         let result = try await runFixture(units: 4, unitMilliseconds: 500, graceMilliseconds: 30_000)
         #expect(result.status == 0, "stderr: \(result.standardError)")
         #expect(result.files == Array(repeating: "complete", count: 4), "nothing lost")
+        #expect(result.manifest == "drained", "main's code after the drain ran")
+        #expect(result.events.components(separatedBy: "\n").filter { $0.hasPrefix("ended") }.count == 4)
+        #expect(result.events.hasSuffix("idle"), "every event delivered: \(result.events)")
         #expect(result.standardError.isEmpty)
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func sigtermRunsTheExpirationPathWhenTheGracePeriodRunsOut() async throws {
+    func whenTheGracePeriodRunsOutCancelledWorkSavesItsStateAndTheUnitsAreNamed() async throws {
         let result = try await runFixture(units: 3, unitMilliseconds: 60_000, graceMilliseconds: 100)
         #expect(result.status == 75)
-        #expect(result.standardError.contains("grace period"), "stderr: \(result.standardError)")
+        #expect(result.standardError.contains("grace period ran out"), "stderr: \(result.standardError)")
         for index in 0..<3 {
             #expect(result.standardError.contains("\"unit-\(index)\""), "stderr: \(result.standardError)")
         }
-        #expect(result.files == Array(repeating: "partial", count: 3))
+        #expect(result.files == Array(repeating: "saved", count: 3), "saved within the cancellation period")
+        #expect(result.events.contains("backgroundTimeExpiring"), "events: \(result.events)")
+        #expect(result.events.hasSuffix("idle"), "events: \(result.events)")
+        #expect(result.manifest == "expired(Backgroundable.ShutdownReport.Expiration.gracePeriodEnded)")
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func sigtermWithIdleQueuesExitsAtOnceWithStatusZero() async throws {
+    func sigtermWhileIdleReturnsToMainAtOnce() async throws {
         let result = try await runFixture(units: 0, unitMilliseconds: 0, graceMilliseconds: 30_000)
         #expect(result.status == 0)
+        #expect(result.manifest == "drained")
         #expect(result.standardError.isEmpty)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func twoSignalsInARowCutTheGracePeriodShort() async throws {
+        let result = try await runFixture(
+            units: 2, unitMilliseconds: 60_000, graceMilliseconds: 30_000, signals: [SIGTERM, SIGTERM])
+        #expect(result.status == 75)
+        #expect(result.standardError.contains("second request (SIGTERM)"), "stderr: \(result.standardError)")
+        #expect(result.files == Array(repeating: "saved", count: 2))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func sigintDrainsLikeSigterm() async throws {
+        let result = try await runFixture(
+            units: 2, unitMilliseconds: 300, graceMilliseconds: 30_000, signals: [SIGINT])
+        #expect(result.status == 0, "stderr: \(result.standardError)")
+        #expect(result.files == Array(repeating: "complete", count: 2))
+        #expect(result.manifest == "drained")
     }
 }

@@ -66,3 +66,7 @@ nonisolated func send(_ file: File) async throws {}
 nonisolated func upload(_ file: File) async throws {}
 nonisolated func log(_ message: String) {}
 nonisolated func show(_ image: Image) {}
+
+// MARK: A command-line tool's own steps
+
+nonisolated func writeManifest() throws {}
