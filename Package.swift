@@ -9,20 +9,34 @@ let package = Package(
         .library(name: "Backgroundable", targets: ["Backgroundable"]),
         .executable(name: "backgroundable-bench", targets: ["backgroundable-bench"]),
     ],
-    // `Macros` (off by default) adds `@Backgroundable` and `@BackgroundableProperty`.
-    // Only with it enabled does the package resolve and build swift-syntax.
+    // Every trait is off by default, and only an enabled trait makes the package resolve
+    // and build the package it needs: the default build depends on nothing.
     traits: [
         .trait(
-            name: "Macros", description: "The @Backgroundable and @BackgroundableProperty macros (needs swift-syntax).")
+            name: "Macros", description: "The @Backgroundable and @BackgroundableProperty macros (needs swift-syntax)."),
+        .trait(
+            name: "ServiceLifecycle",
+            description: "BackgroundQueueService, queues as a swift-service-lifecycle Service."),
+        .trait(name: "Metrics", description: "Queue gauges, outcome counters and timers through swift-metrics."),
+        .trait(name: "Tracing", description: "A span per unit through swift-distributed-tracing."),
     ],
     dependencies: [
-        .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0")
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [
         .target(
             name: "Backgroundable",
             dependencies: [
-                .target(name: "BackgroundableMacros", condition: .when(traits: ["Macros"]))
+                .target(name: "BackgroundableMacros", condition: .when(traits: ["Macros"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
             ]
         ),
         .macro(
@@ -51,7 +65,20 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax", condition: .when(traits: ["Macros"])),
             ]
         ),
-        .testTarget(name: "BackgroundableTests", dependencies: ["Backgroundable"]),
+        .testTarget(
+            name: "BackgroundableTests",
+            dependencies: [
+                "Backgroundable",
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(
+                    name: "InMemoryTracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])
+                ),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
         // An app module as Xcode 26 creates them (approachable concurrency): it compiles
         // only if the package is usable there as the README shows, and its tests check
         // where the closures run.
@@ -72,6 +99,21 @@ let package = Package(
         .executableTarget(
             name: "graceful-shutdown-fixture", dependencies: ["Backgroundable"],
             path: "Tests/Fixtures/graceful-shutdown-fixture"),
+        // The same server under a real ServiceGroup (`ServiceLifecycle` trait; without it
+        // the fixture only says so).
+        .executableTarget(
+            name: "service-lifecycle-fixture",
+            dependencies: [
+                "Backgroundable",
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(
+                    name: "UnixSignals", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["ServiceLifecycle"])),
+            ],
+            path: "Tests/Fixtures/service-lifecycle-fixture"),
     ],
     swiftLanguageModes: [.v6]
 )

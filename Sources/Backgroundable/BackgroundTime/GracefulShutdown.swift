@@ -63,9 +63,11 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     public enum Request: Sendable, Hashable, CustomStringConvertible {
         /// A signal: `SIGTERM`, `SIGINT`.
         case signal(Int32)
-        /// ``GracefulShutdown/requestShutdown()`` (a service lifecycle, a test, an admin
-        /// endpoint).
+        /// ``GracefulShutdown/requestShutdown()`` (a test, an admin endpoint).
         case requested
+        /// The graceful shutdown of a swift-service-lifecycle `ServiceGroup` (the
+        /// `ServiceLifecycle` trait's `BackgroundQueueService`).
+        case serviceGroup
 
         public var description: String {
             switch self {
@@ -73,6 +75,7 @@ public final class GracefulShutdown: BackgroundTaskProvider {
             case .signal(SIGINT): "SIGINT"
             case .signal(let number): "signal \(number)"
             case .requested: "requestShutdown()"
+            case .serviceGroup: "the service group's graceful shutdown"
             }
         }
     }
@@ -245,7 +248,7 @@ public final class GracefulShutdown: BackgroundTaskProvider {
 
     /// ``drain(_:)-(BackgroundQueue...)`` for an array of queues.
     public func drain(_ queues: [BackgroundQueue]) async -> ShutdownReport {
-        let idle: @Sendable () async -> Void = { await Self.waitUntilIdle(queues) }
+        let idle: @Sendable () async -> Void = { await QueueShutdown.waitUntilIdle(queues) }
         let requestArrives: @Sendable () async -> Void = { await self.requested.wait() }
         if await firstToReturn([idle, requestArrives]) == 0, !isShutdownRequested {
             return ShutdownReport(ending: .idle, request: nil, unfinished: [])
@@ -259,58 +262,29 @@ public final class GracefulShutdown: BackgroundTaskProvider {
             return ShutdownReport(ending: .drained, request: request, unfinished: [])
         }
         guard !Task.isCancelled else {
-            return ShutdownReport(ending: .drained, request: request, unfinished: Self.unfinishedWork(in: queues))
+            return ShutdownReport(
+                ending: .drained, request: request, unfinished: QueueShutdown.unfinishedWork(in: queues))
         }
         return await expire(queues, request: request)
     }
 
-    /// The expiration: names what is unfinished, expires every held assertion (and the
-    /// background time of the queues that use another provider), then gives the
-    /// cancelled bodies the cancellation period to return.
+    /// The expiration: every held assertion expires (and the background time of the
+    /// queues that use another provider), then the cancelled bodies get the
+    /// cancellation period to return.
     private func expire(_ queues: [BackgroundQueue], request: Request) async -> ShutdownReport {
         let hurriedBy = state.withLock { $0.hurriedBy }
-        let unfinished = Self.unfinishedWork(in: queues)
-        let bodies = queues.flatMap { queue in queue.core.read { $0.liveMembers() }.compactMap(\.runningTask) }
-        let assertions = state.withLock { state in
-            state.active.sorted { $0.key.rawValue < $1.key.rawValue }.map(\.value)
+        let unfinished = await QueueShutdown.expire(queues, cancellationPeriod: cancellationPeriod) {
+            let assertions = state.withLock { state in
+                state.active.sorted { $0.key.rawValue < $1.key.rawValue }.map(\.value)
+            }
+            for assertion in assertions { assertion.expirationHandler() }
+            for queue in queues where queue.backgroundTaskProvider as? GracefulShutdown !== self {
+                queue.core.expireBackgroundTime()
+            }
         }
-        for assertion in assertions { assertion.expirationHandler() }
-        for queue in queues where queue.backgroundTaskProvider as? GracefulShutdown !== self {
-            queue.core.expireBackgroundTime()
-        }
-        let returned = Latch()
-        let waiter = Task.detached {
-            for body in bodies { await body.value }
-            returned.open()
-        }
-        let cancellationPeriod = self.cancellationPeriod
-        _ = await firstToReturn([
-            { await returned.wait() },
-            { try? await Task.sleep(for: cancellationPeriod) },
-        ])
-        waiter.cancel()
-        // Every event the expiration caused is delivered once a queue is idle again.
-        for queue in queues where !queue.isBusy { await queue.waitUntilIdle() }
         return ShutdownReport(
             ending: .expired(hurriedBy.map(ShutdownReport.Expiration.secondRequest) ?? .gracePeriodEnded),
             request: request, unfinished: unfinished)
-    }
-
-    /// Returns when every queue is idle at once (or the task is cancelled).
-    private static func waitUntilIdle(_ queues: [BackgroundQueue]) async {
-        repeat {
-            for queue in queues { await queue.waitUntilIdle() }
-        } while !Task.isCancelled && queues.contains(where: \.isBusy)
-    }
-
-    /// `queue "name": ["unit", <unnamed>]` for each queue with live units.
-    private static func unfinishedWork(in queues: [BackgroundQueue]) -> [String] {
-        queues.compactMap { queue in
-            let units = queue.core.read { $0.liveMembers() }
-            guard !units.isEmpty else { return nil }
-            let names = units.map { $0.name.map { "\"\($0)\"" } ?? "<unnamed>" }
-            return "queue \"\(queue.name)\": [\(names.joined(separator: ", "))]"
-        }
     }
 
     // MARK: BackgroundTaskProvider

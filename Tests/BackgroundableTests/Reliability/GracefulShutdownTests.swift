@@ -185,94 +185,10 @@ struct GracefulShutdownTests {
 
     // MARK: A real child process
 
-    /// The fixture binary, built by `swift build` / `swift test` next to the test bundle.
-    private static func fixtureURL() throws -> URL {
-        var candidates: [URL] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent())
-        }
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        for directory in candidates {
-            let url = directory.appendingPathComponent("graceful-shutdown-fixture")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        struct FixtureMissing: Error, CustomStringConvertible {
-            let searched: [URL]
-            var description: String {
-                "graceful-shutdown-fixture not found in \(searched.map(\.path)); build it with `swift build` (swift test builds it)"
-            }
-        }
-        throw FixtureMissing(searched: candidates)
-    }
-
-    private struct ChildResult {
-        let status: Int32
-        let standardError: String
-        let files: [String]
-        let events: String
-        let manifest: String
-    }
-
-    /// Starts the fixture, waits for "ready" on its standard output, sends `signals`, and
-    /// waits for it to exit.
-    private func runFixture(
-        units: Int, unitMilliseconds: Int, graceMilliseconds: Int, signals: [Int32] = [SIGTERM]
-    ) async throws -> ChildResult {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("graceful-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = try Self.fixtureURL()
-        process.arguments = [directory.path, "\(units)", "\(unitMilliseconds)", "\(graceMilliseconds)"]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        let terminated = Signal()
-        process.terminationHandler = { _ in terminated.signal() }
-        try process.run()
-
-        // Read standard output off the cooperative pool (reads block): "ready" once
-        // every unit started, "draining" once the child saw the request. A second
-        // signal is sent only then: the kernel keeps one pending signal per number, so
-        // two sent at once may arrive as one.
-        let ready = Signal()
-        let draining = Signal()
-        let outputHandle = output.fileHandleForReading
-        Thread.detachNewThread {
-            var seen = Data()
-            while true {
-                let chunk = outputHandle.availableData
-                if chunk.isEmpty { break }
-                seen.append(chunk)
-                let text = String(decoding: seen, as: UTF8.self)
-                if text.contains("ready") { ready.signal() }
-                if text.contains("draining") { draining.signal() }
-            }
-            ready.signal()
-            draining.signal()
-        }
-        await ready.wait()
-        for (index, signal) in signals.enumerated() {
-            if index > 0 { await draining.wait() }
-            kill(process.processIdentifier, signal)
-        }
-        await terminated.wait()
-        let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        func read(_ name: String) -> String {
-            (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "missing"
-        }
-        return ChildResult(
-            status: process.terminationStatus, standardError: standardError,
-            files: (0..<units).map { read("unit-\($0)") }, events: read("events"), manifest: read("manifest"))
-    }
-
     @Test(.timeLimit(.minutes(1)))
     func sigtermWhileBusyDrainsAndMainChoosesTheExitStatus() async throws {
-        let result = try await runFixture(units: 4, unitMilliseconds: 500, graceMilliseconds: 30_000)
+        let result = try await runShutdownFixture(
+            "graceful-shutdown-fixture", units: 4, unitMilliseconds: 500, graceMilliseconds: 30_000)
         #expect(result.status == 0, "stderr: \(result.standardError)")
         #expect(result.files == Array(repeating: "complete", count: 4), "nothing lost")
         #expect(result.manifest == "drained", "main's code after the drain ran")
@@ -283,7 +199,8 @@ struct GracefulShutdownTests {
 
     @Test(.timeLimit(.minutes(1)))
     func whenTheGracePeriodRunsOutCancelledWorkSavesItsStateAndTheUnitsAreNamed() async throws {
-        let result = try await runFixture(units: 3, unitMilliseconds: 60_000, graceMilliseconds: 100)
+        let result = try await runShutdownFixture(
+            "graceful-shutdown-fixture", units: 3, unitMilliseconds: 60_000, graceMilliseconds: 100)
         #expect(result.status == 75)
         #expect(result.standardError.contains("grace period ran out"), "stderr: \(result.standardError)")
         for index in 0..<3 {
@@ -297,7 +214,8 @@ struct GracefulShutdownTests {
 
     @Test(.timeLimit(.minutes(1)))
     func sigtermWhileIdleReturnsToMainAtOnce() async throws {
-        let result = try await runFixture(units: 0, unitMilliseconds: 0, graceMilliseconds: 30_000)
+        let result = try await runShutdownFixture(
+            "graceful-shutdown-fixture", units: 0, unitMilliseconds: 0, graceMilliseconds: 30_000)
         #expect(result.status == 0)
         #expect(result.manifest == "drained")
         #expect(result.standardError.isEmpty)
@@ -305,7 +223,8 @@ struct GracefulShutdownTests {
 
     @Test(.timeLimit(.minutes(1)))
     func twoSignalsInARowCutTheGracePeriodShort() async throws {
-        let result = try await runFixture(
+        let result = try await runShutdownFixture(
+            "graceful-shutdown-fixture",
             units: 2, unitMilliseconds: 60_000, graceMilliseconds: 30_000, signals: [SIGTERM, SIGTERM])
         #expect(result.status == 75)
         #expect(result.standardError.contains("second request (SIGTERM)"), "stderr: \(result.standardError)")
@@ -314,7 +233,8 @@ struct GracefulShutdownTests {
 
     @Test(.timeLimit(.minutes(1)))
     func sigintDrainsLikeSigterm() async throws {
-        let result = try await runFixture(
+        let result = try await runShutdownFixture(
+            "graceful-shutdown-fixture",
             units: 2, unitMilliseconds: 300, graceMilliseconds: 30_000, signals: [SIGINT])
         #expect(result.status == 0, "stderr: \(result.standardError)")
         #expect(result.files == Array(repeating: "complete", count: 2))
