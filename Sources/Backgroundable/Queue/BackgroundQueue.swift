@@ -50,11 +50,13 @@ public actor BackgroundQueue {
         backgroundTaskProvider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
         expirationPolicy: ExpirationPolicy = .cancelAll
     ) {
+        let label = name ?? "Backgroundable.BackgroundQueue"
         core = QueueCore(
-            label: name ?? "Backgroundable.BackgroundQueue",
+            label: label,
             limit: Self.effectiveLimit(maxConcurrentTasks),
             provider: backgroundTaskProvider,
-            expirationPolicy: expirationPolicy
+            expirationPolicy: expirationPolicy,
+            observers: Self.observers(forQueueNamed: label)
         )
         core.front = self
     }
@@ -385,6 +387,9 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
 
     /// Adds a unit this queue has claimed (or created claimed: no one else has seen it).
     func add(claimed unit: AsyncTask) {
+        #if Tracing
+            unit.rememberAddingContext()
+        #endif
         if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
             // The drainer may have stopped since: then the push says so, and this
             // transition admits the unit.
@@ -400,8 +405,12 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// Adds units in order, each after the previous one when `sequential`. The
     /// caller's sequence is iterated here, before the lock: its code never runs under it.
     func add(_ units: some Sequence<AsyncTask>, sequential: Bool) -> Int {
-        let admissions = units.filter { unit in unit.state.withLock { $0.claim(by: self) } }.map(\.admission)
-        guard !admissions.isEmpty else { return 0 }
+        let claimed = units.filter { unit in unit.state.withLock { $0.claim(by: self) } }
+        guard !claimed.isEmpty else { return 0 }
+        #if Tracing
+            for unit in claimed { unit.rememberAddingContext() }
+        #endif
+        let admissions = claimed.map(\.admission)
         let admitted = transition { machine, actions in
             machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
         }

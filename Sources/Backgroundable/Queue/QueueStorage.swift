@@ -49,6 +49,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     let inbox = Inbox()
     /// Told about busy periods. Written once, before the storage is shared.
     nonisolated(unsafe) weak var front: (any QueueFront)?
+    /// Metrics and tracing (see ``QueueObserver``); fixed when the queue is created.
+    private let observers: [any QueueObserver<Member>]
 
     init(
         label: String,
@@ -56,12 +58,16 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         provider: any BackgroundTaskProvider,
         expirationPolicy: BackgroundQueue.ExpirationPolicy,
         reportsBusyPeriods: Bool = true,
+        observers: [any QueueObserver<Member>] = [],
         now: @escaping @Sendable () -> Int64 = ContinuousNanoseconds.now
     ) {
         self.label = label
         self.provider = provider
         self.expirationPolicy = expirationPolicy
-        self.state = Lock(Locked(machine: Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: now)))
+        self.observers = observers
+        var machine = Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: now)
+        machine.isObserved = !observers.isEmpty
+        self.state = Lock(Locked(machine: machine))
     }
 
     /// Runs one transition under the lock, then performs the actions it returned.
@@ -224,6 +230,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                         waiter.resume()
                     }
                 case .event(let event):
+                    for observer in observers { observer.observe(event) }
                     if let event = Self.publicEvent(event) {
                         for listener in listeners { listener.yield(event) }
                     }
@@ -305,7 +312,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         continuation.onTermination = { _ in
             self.state.withLock { locked in
                 locked.listeners[id] = nil
-                locked.machine.isObserved = !locked.listeners.isEmpty
+                locked.machine.isObserved = !locked.listeners.isEmpty || !self.observers.isEmpty
             }
         }
         return stream

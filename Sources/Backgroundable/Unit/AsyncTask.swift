@@ -1,3 +1,7 @@
+#if Tracing
+    import Instrumentation
+#endif
+
 import Synchronization
 
 /// One unit of background work: a final class wrapping the `Task` that runs it.
@@ -99,6 +103,12 @@ public final class AsyncTask: Sendable {
     /// reference's bits; 0 for none). Written by the pusher before the push publishes
     /// the unit, read by the one transition that takes it out: never concurrently.
     nonisolated(unsafe) var inboxNext: UInt = 0
+    #if Tracing
+        /// The instrumentation context of the code that added the unit (the `Tracing`
+        /// trait): its span's parent. Written once, by the adder, before the queue
+        /// publishes the unit.
+        nonisolated(unsafe) var addedInContext: InstrumentationContext?
+    #endif
 
     /// The one initializer. Takes the priority as ``priorityRawValue``: callers convert
     /// the public `TaskPriority?` once, where it arrives (every copy of that resilient

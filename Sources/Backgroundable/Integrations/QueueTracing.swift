@@ -1,0 +1,61 @@
+#if Tracing
+    import Instrumentation
+    import Synchronization
+    import Tracing
+
+    /// A span per unit through swift-distributed-tracing (the `Tracing` trait): named
+    /// after the unit (`AsyncTask` when it has no name), from its add to its outcome,
+    /// a child of the span that was active where the unit was added. It carries the
+    /// attributes `backgroundable.queue`, `backgroundable.outcome` and
+    /// `backgroundable.attempts`, an event `started` when the work starts, and the
+    /// error of a failed unit.
+    ///
+    /// A queue created while no tracer is bootstrapped (`InstrumentationSystem.bootstrap`)
+    /// traces nothing and costs nothing.
+    final class QueueTracing: QueueObserver {
+        private let queue: String
+        private let spans = Mutex<[ObjectIdentifier: any Span]>([:])
+
+        init?(queue: String) {
+            guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
+            self.queue = queue
+        }
+
+        func observe(_ event: QueueEvent<AsyncTask>) {
+            switch event {
+            case .enqueued(let unit):
+                let span = start(unit)
+                spans.withLock { $0[ObjectIdentifier(unit)] = span }
+            case .started(let unit):
+                spans.withLock { $0[ObjectIdentifier(unit)] }?.addEvent("started")
+            case .ended(let unit, let outcome):
+                // A unit turned away at once (dropped) was never enqueued: its span is
+                // begun and ended here.
+                let span = spans.withLock { $0.removeValue(forKey: ObjectIdentifier(unit)) } ?? start(unit)
+                span.attributes["backgroundable.outcome"] = "\(outcome.kind)"
+                span.attributes["backgroundable.attempts"] = 1
+                if case .failed(let error) = outcome {
+                    span.recordError(error)
+                    span.setStatus(SpanStatus(code: .error))
+                }
+                span.end()
+            case .backgroundTimeExpiring:
+                break
+            }
+        }
+
+        private func start(_ unit: AsyncTask) -> any Span {
+            let span = startSpan(unit.name ?? "AsyncTask", context: unit.addedInContext ?? .topLevel)
+            span.attributes["backgroundable.queue"] = queue
+            return span
+        }
+    }
+
+    extension AsyncTask {
+        /// Remembers the instrumentation context of the code adding the unit, for its
+        /// span's parent. Called on the adding thread, before the queue publishes the unit.
+        func rememberAddingContext() {
+            addedInContext = InstrumentationContext.current
+        }
+    }
+#endif

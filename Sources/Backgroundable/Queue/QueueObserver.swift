@@ -1,0 +1,14 @@
+/// Hears every per-member event of a queue — and the expiration of its background time
+/// — in order, on the thread that delivers the queue's events, outside every lock
+/// (the thread a unit ended on, or the one adding work: never a dedicated one).
+///
+/// The `Metrics` and `Tracing` traits observe queues this way: the queue's rules stay
+/// in its state machine, and an observer only turns its events into measurements. A
+/// queue gets its observers when it is created (a queue created before a metrics or
+/// tracing backend was bootstrapped has none), and emits its per-member events while
+/// it has any, as it does while someone listens to ``BackgroundQueue/events``.
+protocol QueueObserver<Member>: Sendable {
+    associatedtype Member
+    /// Called once per event, in the order the queue's state machine decided them.
+    func observe(_ event: QueueEvent<Member>)
+}

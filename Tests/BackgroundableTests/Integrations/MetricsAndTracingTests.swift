@@ -1,0 +1,105 @@
+#if Metrics || Tracing
+    import Foundation
+    import Testing
+
+    @testable import Backgroundable
+
+    #if Metrics
+        import CoreMetrics
+        import MetricsTestKit
+    #endif
+    #if Tracing
+        import InMemoryTracing
+        import Instrumentation
+        import Tracing
+    #endif
+
+    // Backends are bootstrapped once per process; every queue created afterwards, in any
+    // test, is observed (which changes nothing about what it does).
+    #if Metrics
+        let testMetrics: TestMetrics = {
+            let metrics = TestMetrics()
+            MetricsSystem.bootstrap(metrics)
+            return metrics
+        }()
+    #endif
+    #if Tracing
+        let testTracer: InMemoryTracer = {
+            let tracer = InMemoryTracer()
+            InstrumentationSystem.bootstrap(tracer)
+            return tracer
+        }()
+    #endif
+
+    /// The `Metrics` and `Tracing` traits, through swift-metrics' `TestMetrics` and
+    /// swift-distributed-tracing's `InMemoryTracer`.
+    @Suite("Metrics and tracing")
+    struct MetricsAndTracingTests {
+        /// Three units: one finishes, one fails, one is dropped.
+        private func runThreeUnits(on queue: BackgroundQueue) async {
+            queue.suspend()
+            let ok = queue.addTask(name: "ok") { 1 }
+            let failing = queue.addTask(name: "failing") { () async throws -> Int in throw TestError(code: 3) }
+            let dropped = queue.addTask(name: "ok", uniquenessPolicy: .drop) { 2 }
+            #expect(dropped.task.currentOutcome?.kind == .dropped)
+            queue.resume()
+            _ = await (ok.outcome, failing.outcome)
+            await queue.waitUntilIdle()
+        }
+
+        #if Metrics
+            @Test func aQueueReportsItsCountsOutcomesAndTimes() async throws {
+                let metrics = testMetrics
+                let name = "metrics-\(UUID().uuidString)"
+                let queue = BackgroundQueue(name: name, backgroundTaskProvider: NoopBackgroundTaskProvider())
+                await runThreeUnits(on: queue)
+                let queueDimension = [("queue", name)]
+                for (kind, expected) in [("finished", 1), ("failed", 1), ("dropped", 1), ("cancelled", 0)] {
+                    let total = metrics.counterTotal(
+                        label: "backgroundable_outcomes_total", dimensions: queueDimension + [("outcome", kind)])
+                    #expect(total == Int64(expected), "\(kind)")
+                }
+                let enqueued = try metrics.expectGauge("backgroundable_enqueued_units", queueDimension)
+                let executing = try metrics.expectGauge("backgroundable_executing_units", queueDimension)
+                #expect(enqueued.values.max() == 2, "two units waited while the queue was suspended")
+                #expect(enqueued.lastValue == 0 && executing.lastValue == 0)
+                let waits = try metrics.expectTimer("backgroundable_wait_duration", queueDimension)
+                let runs = try metrics.expectTimer("backgroundable_run_duration", queueDimension)
+                #expect(waits.values.count == 2 && runs.values.count == 2)
+                #expect(waits.values.allSatisfy { $0 >= 0 })
+            }
+        #endif
+
+        #if Tracing
+            @Test func everyUnitHasASpanUnderTheSpanActiveWhereItWasAdded() async throws {
+                let tracer = testTracer
+                let name = "tracing-\(UUID().uuidString)"
+                let queue = BackgroundQueue(name: name, backgroundTaskProvider: NoopBackgroundTaskProvider())
+                let parent = startSpan("request")
+                await InstrumentationContext.$current.withValue(parent.context) {
+                    await runThreeUnits(on: queue)
+                }
+                parent.end()
+                func string(_ key: String, of span: FinishedInMemorySpan) -> String? {
+                    if case .string(let value)? = span.attributes.get(key) { value } else { nil }
+                }
+                let spans = tracer.finishedSpans.filter { string("backgroundable.queue", of: $0) == name }
+                #expect(spans.count == 3)
+                let parentID = tracer.finishedSpans.first { $0.operationName == "request" }?.spanID
+                for span in spans {
+                    #expect(span.parentSpanID == parentID, "\(span.operationName)")
+                    guard case .int64(let attempts)? = span.attributes.get("backgroundable.attempts") else {
+                        Issue.record("no attempts attribute on \(span.operationName)")
+                        continue
+                    }
+                    #expect(attempts == 1)
+                }
+                let outcomes = Set(spans.compactMap { string("backgroundable.outcome", of: $0) })
+                #expect(outcomes == ["finished", "failed", "dropped"])
+                let failed = spans.first { $0.operationName == "failing" }
+                #expect(failed?.errors.count == 1)
+                #expect(failed?.events.map(\.name) == ["started"])
+            }
+        #endif
+    }
+#endif
