@@ -1,8 +1,8 @@
+import Synchronization
+
 #if Tracing
     import Instrumentation
 #endif
-
-import Synchronization
 
 /// One unit of background work: a final class wrapping the `Task` that runs it.
 ///
