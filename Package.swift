@@ -93,7 +93,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "backgroundable-bench",
-            dependencies: ["Backgroundable"],
+            dependencies: [
+                "Backgroundable",
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+            ],
             path: "Benchmarks/backgroundable-bench"
         ),
         .executableTarget(

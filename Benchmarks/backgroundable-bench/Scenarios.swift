@@ -116,16 +116,16 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
 
         // MARK: End to end: first enqueue until the last unit's outcome.
         Scenario(id: "e2e.BackgroundQueue.unbounded", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.1)) { units in
-            backgroundQueueEndToEnd(units: units, limit: nil, timeout: nil)
+            backgroundQueueEndToEnd(units: units)
         },
         Scenario(
             id: "e2e.BackgroundQueue.unbounded.timeout", unit: "ns/unit",
             baseline: ("e2e.BackgroundQueue.unbounded", 1.1)
         ) { units in
-            backgroundQueueEndToEnd(units: units, limit: nil, timeout: AsyncTask.defaultTimeout)
+            backgroundQueueEndToEnd(units: units, timeout: AsyncTask.defaultTimeout)
         },
         Scenario(id: "e2e.BackgroundQueue.limit1", unit: "ns/unit", baseline: ("e2e.Task.detached", 1.2)) { units in
-            backgroundQueueEndToEnd(units: units, limit: 1, timeout: nil)
+            backgroundQueueEndToEnd(units: units, queue: BackgroundQueue(name: "bench", maxConcurrentTasks: 1))
         },
         Scenario(
             id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit",
@@ -192,8 +192,10 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
 }
 
 /// First enqueue until the last unit's outcome, for no-op callback-style units.
-private func backgroundQueueEndToEnd(units: Int, limit: Int?, timeout: Duration?) -> Double {
-    let queue = BackgroundQueue(name: "bench", maxConcurrentTasks: limit)
+func backgroundQueueEndToEnd(
+    units: Int, timeout: Duration? = nil, queue: @autoclosure () -> BackgroundQueue = BackgroundQueue(name: "bench")
+) -> Double {
+    let queue = queue()
     let done = Countdown(units)
     let start = now()
     for _ in 0..<units {

@@ -42,7 +42,7 @@ let units = max(1, options.units ?? (options.quick ? 20_000 : 100_000))
 let repetitions = max(1, options.repetitions ?? (options.quick ? 3 : 9))
 let memoryUnits = options.quick ? 100_000 : 1_000_000
 let allOfThem =
-    allScenarios(memoryUnits: memoryUnits) + latencyScenarios(count: options.quick ? 500 : 2_000)
+    allScenarios(memoryUnits: memoryUnits) + metricsScenarios() + latencyScenarios(count: options.quick ? 500 : 2_000)
     + scalingScenarios(small: 10_000, large: 160_000)
 let scenarios = allOfThem.filter { scenario in
     options.filter.map { filter in

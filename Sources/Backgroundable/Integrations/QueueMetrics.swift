@@ -1,7 +1,6 @@
 #if Metrics
     import CoreMetrics
     import Metrics
-    import Synchronization
 
     /// A queue's metrics through swift-metrics (the `Metrics` trait), all dimensioned by
     /// `queue` (the queue's name):
@@ -11,10 +10,12 @@
     ///   (`finished`, `failed`, `cancelled`, `replaced`, `dropped`, `timedOut`);
     /// - timers `backgroundable_wait_duration` (add → start) and
     ///   `backgroundable_run_duration` (start → outcome), measured as the queue
-    ///   delivers its events, microseconds after they happen.
+    ///   delivers its events, microseconds after they happen; the gauges are recorded
+    ///   once per batch of events.
     ///
     /// A queue created while no metrics backend is bootstrapped
-    /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing.
+    /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing, unless it was
+    /// given a factory of its own (``BackgroundQueue/init(name:maxConcurrentTasks:backgroundTaskProvider:expirationPolicy:metricsFactory:)``).
     final class QueueMetrics: QueueObserver {
         private let enqueued: Gauge
         private let executing: Gauge
@@ -22,71 +23,45 @@
         private let waitTime: Timer
         private let runTime: Timer
 
-        private struct Live {
-            var enqueued = 0
-            var executing = 0
-            /// When each live unit was added, then when it started (nanoseconds).
-            var since: [ObjectIdentifier: (instant: Int64, started: Bool)] = [:]
-        }
+        /// The add time comes from the unit (stamped by the adder), so no `enqueued`
+        /// event is needed: the fewer events, the cheaper the queue.
+        let events: ObservedEvents = [.started, .ended]
 
-        private let live = Mutex(Live())
-
-        init?(queue: String) {
-            guard !(MetricsSystem.factory is NOOPMetricsHandler) else { return nil }
+        /// `nil` when `factory` is swift-metrics' no-op one (no backend bootstrapped).
+        init?(queue: String, factory: any MetricsFactory) {
+            guard !(factory is NOOPMetricsHandler) else { return nil }
             let dimensions = [("queue", queue)]
-            enqueued = Gauge(label: "backgroundable_enqueued_units", dimensions: dimensions)
-            executing = Gauge(label: "backgroundable_executing_units", dimensions: dimensions)
+            enqueued = Gauge(label: "backgroundable_enqueued_units", dimensions: dimensions, factory: factory)
+            executing = Gauge(label: "backgroundable_executing_units", dimensions: dimensions, factory: factory)
             outcomes = Dictionary(
                 uniqueKeysWithValues: AsyncTask.Outcome.Kind.allCases.map { kind in
                     (
                         kind,
                         Counter(
                             label: "backgroundable_outcomes_total",
-                            dimensions: dimensions + [("outcome", "\(kind)")])
+                            dimensions: dimensions + [("outcome", "\(kind)")], factory: factory)
                     )
                 })
-            waitTime = Timer(label: "backgroundable_wait_duration", dimensions: dimensions)
-            runTime = Timer(label: "backgroundable_run_duration", dimensions: dimensions)
+            waitTime = Timer(label: "backgroundable_wait_duration", dimensions: dimensions, factory: factory)
+            runTime = Timer(label: "backgroundable_run_duration", dimensions: dimensions, factory: factory)
         }
 
-        func observe(_ event: QueueEvent<AsyncTask>) {
-            let now = ContinuousNanoseconds.now()
+        func observe(_ event: QueueEvent<AsyncTask>, at now: Int64) {
             switch event {
-            case .enqueued(let unit):
-                let count = live.withLock { live in
-                    live.since[ObjectIdentifier(unit)] = (now, false)
-                    live.enqueued += 1
-                    return live.enqueued
-                }
-                enqueued.record(count)
             case .started(let unit):
-                let (waited, counts) = live.withLock { live in
-                    let added = live.since.updateValue((now, true), forKey: ObjectIdentifier(unit))
-                    live.enqueued -= 1
-                    live.executing += 1
-                    return (added.map { now &- $0.instant }, (live.enqueued, live.executing))
-                }
-                if let waited { waitTime.recordNanoseconds(waited) }
-                enqueued.record(counts.0)
-                executing.record(counts.1)
+                unit.metricsStartedAt = now
+                waitTime.recordNanoseconds(max(0, now &- unit.metricsAddedAt))
             case .ended(let unit, let outcome):
-                let (ran, counts) = live.withLock { live in
-                    let since = live.since.removeValue(forKey: ObjectIdentifier(unit))
-                    switch since {
-                    case .some((_, true)): live.executing -= 1
-                    case .some((_, false)): live.enqueued -= 1
-                    case nil: break  // turned away (dropped, or the queue stopped accepting work)
-                    }
-                    let ran = since.flatMap { $0.started ? now &- $0.instant : nil }
-                    return (ran, (live.enqueued, live.executing))
-                }
-                if let ran { runTime.recordNanoseconds(ran) }
+                if unit.metricsStartedAt != 0 { runTime.recordNanoseconds(now &- unit.metricsStartedAt) }
                 outcomes[outcome.kind]?.increment()
-                enqueued.record(counts.0)
-                executing.record(counts.1)
-            case .backgroundTimeExpiring:
+            case .enqueued, .backgroundTimeExpiring:
                 break
             }
+        }
+
+        func batchDelivered(enqueued: Int, executing: Int) {
+            self.enqueued.record(enqueued)
+            self.executing.record(executing)
         }
     }
 #endif

@@ -15,13 +15,14 @@
     final class QueueTracing: QueueObserver {
         private let queue: String
         private let spans = Mutex<[ObjectIdentifier: any Span]>([:])
+        let events: ObservedEvents = [.enqueued, .started, .ended]
 
         init?(queue: String) {
             guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
             self.queue = queue
         }
 
-        func observe(_ event: QueueEvent<AsyncTask>) {
+        func observe(_ event: QueueEvent<AsyncTask>, at now: Int64) {
             switch event {
             case .enqueued(let unit):
                 let span = start(unit)
@@ -44,6 +45,8 @@
             }
         }
 
+        func batchDelivered(enqueued: Int, executing: Int) {}
+
         private func start(_ unit: AsyncTask) -> any Span {
             let span = startSpan(unit.name ?? "AsyncTask", context: unit.addedInContext ?? .topLevel)
             span.attributes["backgroundable.queue"] = queue
@@ -51,11 +54,4 @@
         }
     }
 
-    extension AsyncTask {
-        /// Remembers the instrumentation context of the code adding the unit, for its
-        /// span's parent. Called on the adding thread, before the queue publishes the unit.
-        func rememberAddingContext() {
-            addedInContext = InstrumentationContext.current
-        }
-    }
 #endif

@@ -51,12 +51,26 @@ public actor BackgroundQueue {
         expirationPolicy: ExpirationPolicy = .cancelAll
     ) {
         let label = name ?? "Backgroundable.BackgroundQueue"
+        self.init(
+            label: label, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
+            expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label))
+    }
+
+    /// The one designated initializer: `observers` are the metrics and tracing of the
+    /// traits that are on (see ``QueueObserver``).
+    init(
+        label: String,
+        maxConcurrentTasks: Int?,
+        backgroundTaskProvider: any BackgroundTaskProvider,
+        expirationPolicy: ExpirationPolicy,
+        observers: [any QueueObserver<AsyncTask>]
+    ) {
         core = QueueCore(
             label: label,
             limit: Self.effectiveLimit(maxConcurrentTasks),
             provider: backgroundTaskProvider,
             expirationPolicy: expirationPolicy,
-            observers: Self.observers(forQueueNamed: label)
+            observers: observers
         )
         core.front = self
     }
@@ -387,8 +401,8 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
 
     /// Adds a unit this queue has claimed (or created claimed: no one else has seen it).
     func add(claimed unit: AsyncTask) {
-        #if Tracing
-            unit.rememberAddingContext()
+        #if Metrics || Tracing
+            if !observers.isEmpty { unit.observeAdding() }
         #endif
         if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
             // The drainer may have stopped since: then the push says so, and this
@@ -407,8 +421,8 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     func add(_ units: some Sequence<AsyncTask>, sequential: Bool) -> Int {
         let claimed = units.filter { unit in unit.state.withLock { $0.claim(by: self) } }
         guard !claimed.isEmpty else { return 0 }
-        #if Tracing
-            for unit in claimed { unit.rememberAddingContext() }
+        #if Metrics || Tracing
+            if !observers.isEmpty { for unit in claimed { unit.observeAdding() } }
         #endif
         let admissions = claimed.map(\.admission)
         let admitted = transition { machine, actions in

@@ -9,6 +9,13 @@
 /// it has any, as it does while someone listens to ``BackgroundQueue/events``.
 protocol QueueObserver<Member>: Sendable {
     associatedtype Member
-    /// Called once per event, in the order the queue's state machine decided them.
-    func observe(_ event: QueueEvent<Member>)
+    /// The kinds of events it needs: the queue emits only those (and all while someone
+    /// listens to its events).
+    var events: ObservedEvents { get }
+    /// Called once per event, in the order the queue's state machine decided them;
+    /// `now` is ``ContinuousNanoseconds/now()`` read once per batch of events.
+    func observe(_ event: QueueEvent<Member>, at now: Int64)
+    /// Called after each batch of events, with the queue's levels when the batch was
+    /// taken (a good time to record levels, once).
+    func batchDelivered(enqueued: Int, executing: Int)
 }

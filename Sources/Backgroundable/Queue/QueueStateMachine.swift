@@ -164,7 +164,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// rejected (cancelled), the admitted ones run on.
     private(set) var acceptsWork = true
     /// Whether anyone listens to per-member events (set by the storage).
-    var isObserved = false
+    var observedEvents: ObservedEvents = []
     /// `false` for a queue with no busy periods (the bridge's shared deadline keeper).
     let reportsBusyPeriods: Bool
     /// The clock, in nanoseconds; injected by tests.
@@ -562,7 +562,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// queue does not hold is ignored.
     mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout Actions) {
         guard let slot = slot(of: handle) else { return }
-        if isObserved {
+        if observedEvents.contains(.ended) {
             let member = records[Int(slot)].member!
             emit(.ended(member, outcome), actions: &actions)
         }
@@ -795,7 +795,9 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Per-member events cost nothing while nobody listens.
     private mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout Actions) {
-        if isObserved { post(.event(event()), actions: &actions) }
+        guard !observedEvents.isEmpty else { return }
+        let event = event()
+        if observedEvents.contains(event.kind) { post(.event(event), actions: &actions) }
     }
 
     /// Swaps the deliveries posted so far into `batch` (whose previous, delivered
@@ -880,6 +882,30 @@ enum QueueEvent<Member> {
 }
 
 extension QueueEvent: Sendable where Member: Sendable {}
+
+extension QueueEvent {
+    var kind: ObservedEvents {
+        switch self {
+        case .enqueued: .enqueued
+        case .started: .started
+        case .ended: .ended
+        case .backgroundTimeExpiring: .backgroundTimeExpiring
+        }
+    }
+}
+
+/// Which kinds of ``QueueEvent`` a queue emits: every kind while someone listens to its
+/// events, the kinds its observers need otherwise (see ``QueueObserver``), none at all
+/// by default — an unobserved queue posts nothing.
+struct ObservedEvents: OptionSet, Sendable {
+    let rawValue: UInt8
+
+    static let enqueued = Self(rawValue: 1 << 0)
+    static let started = Self(rawValue: 1 << 1)
+    static let ended = Self(rawValue: 1 << 2)
+    static let backgroundTimeExpiring = Self(rawValue: 1 << 3)
+    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring]
+}
 
 /// What happened to one member, for ``QueueMember/publicEvent(_:)``.
 enum MemberEvent: Sendable {

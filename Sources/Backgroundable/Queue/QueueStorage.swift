@@ -50,7 +50,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// Told about busy periods. Written once, before the storage is shared.
     nonisolated(unsafe) weak var front: (any QueueFront)?
     /// Metrics and tracing (see ``QueueObserver``); fixed when the queue is created.
-    private let observers: [any QueueObserver<Member>]
+    let observers: [any QueueObserver<Member>]
+    /// The events the observers need.
+    let observerEvents: ObservedEvents
 
     init(
         label: String,
@@ -65,8 +67,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         self.provider = provider
         self.expirationPolicy = expirationPolicy
         self.observers = observers
+        self.observerEvents = observers.reduce(into: []) { $0.formUnion($1.events) }
         var machine = Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: now)
-        machine.isObserved = !observers.isEmpty
+        machine.observedEvents = observerEvents
         self.state = Lock(Locked(machine: machine))
     }
 
@@ -204,11 +207,19 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func deliver() {
         var deliveries: [Machine.Delivery] = []
         while true {
+            var levels = (enqueued: 0, executing: 0)
             let listeners = state.withLock { locked -> [AsyncStream<BackgroundQueue.Event>.Continuation]? in
                 guard locked.machine.takeDeliveries(into: &deliveries) else { return nil }
+                if !observers.isEmpty { levels = (locked.machine.enqueuedCount, locked.machine.executingCount) }
                 return locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
             }
             guard let listeners else { return }
+            let now = observers.isEmpty ? 0 : ContinuousNanoseconds.now()
+            defer {
+                for observer in observers {
+                    observer.batchDelivered(enqueued: levels.enqueued, executing: levels.executing)
+                }
+            }
             for delivery in deliveries {
                 switch delivery {
                 case .busy(let period):
@@ -230,8 +241,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                         waiter.resume()
                     }
                 case .event(let event):
-                    for observer in observers { observer.observe(event) }
-                    if let event = Self.publicEvent(event) {
+                    for observer in observers { observer.observe(event, at: now) }
+                    if !listeners.isEmpty, let event = Self.publicEvent(event) {
                         for listener in listeners { listener.yield(event) }
                     }
                 case .closed:
@@ -300,7 +311,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             guard !(locked.machine.isClosed && !locked.machine.isBusy) else { return nil }
             locked.listenerIDs += 1
             locked.listeners[locked.listenerIDs] = continuation
-            locked.machine.isObserved = true
+            locked.machine.observedEvents = .all
             return locked.listenerIDs
         }
         guard let id else {
@@ -312,7 +323,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         continuation.onTermination = { _ in
             self.state.withLock { locked in
                 locked.listeners[id] = nil
-                locked.machine.isObserved = !locked.listeners.isEmpty || !self.observers.isEmpty
+                locked.machine.observedEvents = locked.listeners.isEmpty ? self.observerEvents : .all
             }
         }
         return stream

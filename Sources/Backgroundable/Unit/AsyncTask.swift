@@ -103,6 +103,14 @@ public final class AsyncTask: Sendable {
     /// reference's bits; 0 for none). Written by the pusher before the push publishes
     /// the unit, read by the one transition that takes it out: never concurrently.
     nonisolated(unsafe) var inboxNext: UInt = 0
+    #if Metrics
+        /// When the unit was added — stamped by the adder before the queue publishes the
+        /// unit — and when it started (0: not yet), for its queue's timers (the `Metrics`
+        /// trait). The start is written and read only by the queue's deliverer (one
+        /// thread at a time, handed over under the queue's lock).
+        nonisolated(unsafe) var metricsAddedAt: Int64 = 0
+        nonisolated(unsafe) var metricsStartedAt: Int64 = 0
+    #endif
     #if Tracing
         /// The instrumentation context of the code that added the unit (the `Tracing`
         /// trait): its span's parent. Written once, by the adder, before the queue
