@@ -5,19 +5,31 @@
 // (Stubs/AppStubs.swift), then builds this package.
 import PackageDescription
 
-let backgroundable: Target.Dependency = .product(name: "Backgroundable", package: "Backgroundable")
+// The blocks see the package with every trait on, as the articles about them show it.
+let dependencies: [Target.Dependency] = [
+    .product(name: "Backgroundable", package: "Backgroundable"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "Metrics", package: "swift-metrics"),
+    .product(name: "Tracing", package: "swift-distributed-tracing"),
+]
 
 let package = Package(
     name: "DocBlocks",
     platforms: [.macOS(.v15), .iOS(.v18)],
     dependencies: [
-        .package(name: "Backgroundable", path: "../..", traits: ["Macros"])
+        .package(
+            name: "Backgroundable", path: "../..", traits: ["Macros", "ServiceLifecycle", "Metrics", "Tracing"]),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [
-        .testTarget(name: "Swift6Blocks", dependencies: [backgroundable]),
+        .testTarget(name: "Swift6Blocks", dependencies: dependencies),
         .testTarget(
             name: "ApproachableBlocks",
-            dependencies: [backgroundable],
+            dependencies: dependencies,
             swiftSettings: [
                 .defaultIsolation(MainActor.self),
                 .enableUpcomingFeature("NonisolatedNonsendingByDefault"),

@@ -4,6 +4,10 @@
 // storage layer would be.
 import Backgroundable
 import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+import Tracing
 
 // MARK: Values the examples use
 
@@ -70,3 +74,13 @@ nonisolated func show(_ image: Image) {}
 // MARK: A command-line tool's own steps
 
 nonisolated func writeManifest() throws {}
+
+// MARK: A server's own parts
+
+nonisolated let logger = Logger(label: "server")
+nonisolated struct HTTPServer: Service {
+    func run() async throws {}
+}
+nonisolated let httpServer = HTTPServer()
+nonisolated let prometheusFactory: any MetricsFactory = NOOPMetricsHandler.instance
+nonisolated let otelTracer = NoOpTracer()
