@@ -63,6 +63,8 @@ struct QueueStateMachine<Member: AnyObject> {
     struct Actions: Sequence, ExpressibleByArrayLiteral {
         private var inline: (Action?, Action?) = (nil, nil)
         private var more: [Action] = []
+        /// Whether the transition made its caller the deliverer (``Action/deliver``).
+        private(set) var delivers = false
 
         init() {}
 
@@ -73,6 +75,7 @@ struct QueueStateMachine<Member: AnyObject> {
         var isEmpty: Bool { inline.0 == nil }
 
         mutating func append(_ action: Action) {
+            if case .deliver = action { delivers = true }
             if inline.0 == nil {
                 inline.0 = action
             } else if inline.1 == nil {

@@ -94,10 +94,17 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     ) -> Result {
         var actions: Machine.Actions = []
         var admitted: [(member: Member, handle: Machine.Handle)] = []
+        var firstBatch: DeliveryBatch?
         let result = state.withLock { locked in
-            run(body, on: &locked, &actions, &admitted)
+            let result = run(body, on: &locked, &actions, &admitted)
+            // The new deliverer takes its first batch now, while it holds the lock.
+            if actions.delivers {
+                var batch = DeliveryBatch()
+                if takeBatch(from: &locked, into: &batch) { firstBatch = batch }
+            }
+            return result
         }
-        performAfterUnlocking(actions, admitted)
+        performAfterUnlocking(actions, admitted, firstBatch)
         return result
     }
 
@@ -114,9 +121,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     private func performAfterUnlocking(
-        _ actions: Machine.Actions, _ admitted: [(member: Member, handle: Machine.Handle)]
+        _ actions: Machine.Actions, _ admitted: [(member: Member, handle: Machine.Handle)],
+        _ firstBatch: DeliveryBatch?
     ) {
-        if !actions.isEmpty { perform(actions) }
+        if !actions.isEmpty { perform(actions, firstBatch) }
         for (member, handle) in admitted { inbox.admitted(member, handle, ended: memberEnded) }
     }
 
@@ -147,7 +155,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Performing actions
 
-    private func perform(_ actions: Machine.Actions) {
+    private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
         for action in actions {
             switch action {
             case .start(let member):
@@ -159,7 +167,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             case .spawnDrainer:
                 Task.detached { self.drain() }
             case .deliver:
-                deliver()
+                deliver(startingWith: firstBatch)
             }
         }
     }
@@ -201,19 +209,36 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Deliveries
 
-    /// Delivers the outbox in order. Only one thread delivers at a time (the one the
+    /// What the deliverer takes out of the machine under the lock, at once: deliveries,
+    /// the listeners to tell, the levels the observers record.
+    private struct DeliveryBatch {
+        var deliveries: [Machine.Delivery] = []
+        var listeners: [AsyncStream<BackgroundQueue.Event>.Continuation] = []
+        var levels = (enqueued: 0, executing: 0)
+    }
+
+    /// Under the lock: the next batch, or `false` when the outbox is empty (the machine
+    /// then frees the deliverer role).
+    private func takeBatch(from locked: inout Locked, into batch: inout DeliveryBatch) -> Bool {
+        guard locked.machine.takeDeliveries(into: &batch.deliveries) else { return false }
+        if !observers.isEmpty { batch.levels = (locked.machine.enqueuedCount, locked.machine.executingCount) }
+        batch.listeners = locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
+        return true
+    }
+
+    /// Delivers the outbox in order, starting with `first` (taken by the transition that
+    /// made this thread the deliverer). Only one thread delivers at a time (the one the
     /// machine made the deliverer), so begin / end of background time, the delegate's
     /// calls and the events can never be reordered.
-    private func deliver() {
-        var deliveries: [Machine.Delivery] = []
+    private func deliver(startingWith first: DeliveryBatch?) {
+        var batch = first ?? DeliveryBatch()
+        var taken = first != nil
         while true {
-            var levels = (enqueued: 0, executing: 0)
-            let listeners = state.withLock { locked -> [AsyncStream<BackgroundQueue.Event>.Continuation]? in
-                guard locked.machine.takeDeliveries(into: &deliveries) else { return nil }
-                if !observers.isEmpty { levels = (locked.machine.enqueuedCount, locked.machine.executingCount) }
-                return locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
+            if !taken {
+                guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
             }
-            guard let listeners else { return }
+            taken = false
+            let (deliveries, listeners, levels) = (batch.deliveries, batch.listeners, batch.levels)
             let now = observers.isEmpty ? 0 : ContinuousNanoseconds.now()
             defer {
                 for observer in observers {
