@@ -99,8 +99,10 @@ let package = Package(
             ],
             path: "Benchmarks/backgroundable-bench"
         ),
+        .target(
+            name: "ShutdownFixtureKit", dependencies: ["Backgroundable"], path: "Tests/Fixtures/ShutdownFixtureKit"),
         .executableTarget(
-            name: "graceful-shutdown-fixture", dependencies: ["Backgroundable"],
+            name: "graceful-shutdown-fixture", dependencies: ["Backgroundable", "ShutdownFixtureKit"],
             path: "Tests/Fixtures/graceful-shutdown-fixture"),
         // The same server under a real ServiceGroup (`ServiceLifecycle` trait; without it
         // the fixture only says so).
@@ -108,6 +110,7 @@ let package = Package(
             name: "service-lifecycle-fixture",
             dependencies: [
                 "Backgroundable",
+                "ShutdownFixtureKit",
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
                     condition: .when(traits: ["ServiceLifecycle"])),

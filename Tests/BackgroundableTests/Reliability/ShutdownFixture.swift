@@ -84,7 +84,15 @@ func runShutdownFixture(
         if index > 0 { await draining.wait() }
         kill(process.processIdentifier, signal)
     }
+    // A child that does not end within 30 s is killed, so a hang fails the test with
+    // what the child wrote instead of stalling the suite.
+    let pid = process.processIdentifier
+    let watchdog = Task.detached {
+        try await Task.sleep(for: .seconds(30))
+        kill(pid, SIGKILL)
+    }
     await terminated.wait()
+    watchdog.cancel()
     let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     func read(_ name: String) -> String {
         (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "missing"
