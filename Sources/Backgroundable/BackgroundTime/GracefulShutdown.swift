@@ -140,6 +140,9 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     /// Takes SIGTERM and SIGINT over: their default action (ending the process) is
     /// ignored, and each one is a ``Request/signal(_:)`` instead. Idempotent.
     ///
+    /// Returns once the handlers are in place (Dispatch registers signal sources on its
+    /// own thread; this waits for that, a few microseconds, at most a second), so a
+    /// signal sent after it returns is never lost: call it at startup, from `main`.
     /// From then on the program must observe the request (``drain(_:)-(BackgroundQueue...)``,
     /// ``waitForShutdownRequest()``, …): the signals no longer end it.
     public func installSignalHandlers() {
@@ -151,8 +154,12 @@ public final class GracefulShutdown: BackgroundTaskProvider {
             return state.signalSources
         }
         guard let sources else { return }
+        let registered = DispatchSemaphore(value: 0)
         for source in sources {
             let number = Int32(source.handle)
+            // Before the source is registered: on Linux, Dispatch's registration then
+            // installs its own handler in place of this disposition; on Darwin the
+            // signal is still delivered and must be ignored.
             signal(number, SIG_IGN)
             // Signals that arrive before the handler runs are coalesced: `data` counts them,
             // so two SIGTERMs in a row are still two requests.
@@ -163,8 +170,10 @@ public final class GracefulShutdown: BackgroundTaskProvider {
                 }
                 for _ in 0..<min(max(count, 1), 2) { receive(.signal(number)) }
             }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
         }
+        for _ in sources { _ = registered.wait(timeout: .now() + .seconds(1)) }
     }
 
     // MARK: Requests
