@@ -9,9 +9,9 @@
     /// - counter `backgroundable_outcomes_total`, also dimensioned by `outcome`
     ///   (`finished`, `failed`, `cancelled`, `replaced`, `dropped`, `timedOut`);
     /// - timers `backgroundable_wait_duration` (add → start) and
-    ///   `backgroundable_run_duration` (start → outcome), measured as the queue
-    ///   delivers its events, microseconds after they happen; the gauges are recorded
-    ///   once per batch of events.
+    ///   `backgroundable_run_duration` (start → outcome): the add and the start are
+    ///   stamped when they happen, the outcome when the queue delivers it (microseconds
+    ///   later); both are recorded then. The gauges are recorded once per batch of events.
     ///
     /// A queue created while no metrics backend is bootstrapped
     /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing, unless it was
@@ -23,9 +23,10 @@
         private let waitTime: Timer
         private let runTime: Timer
 
-        /// The add time comes from the unit (stamped by the adder), so no `enqueued`
-        /// event is needed: the fewer events, the cheaper the queue.
-        let events: ObservedEvents = [.started, .ended]
+        /// The add and start times come from the unit (stamped by the adder and by the
+        /// unit's `Task`), so its end is the one event needed: the fewer events, the
+        /// cheaper the queue.
+        let events: ObservedEvents = [.ended]
 
         /// `nil` when `factory` is swift-metrics' no-op one (no backend bootstrapped).
         init?(queue: String, factory: any MetricsFactory) {
@@ -47,16 +48,12 @@
         }
 
         func observe(_ event: QueueEvent<AsyncTask>, at now: Int64) {
-            switch event {
-            case .started(let unit):
-                unit.metricsStartedAt = now
-                waitTime.recordNanoseconds(max(0, now &- unit.metricsAddedAt))
-            case .ended(let unit, let outcome):
-                if unit.metricsStartedAt != 0 { runTime.recordNanoseconds(now &- unit.metricsStartedAt) }
-                outcomes[outcome.kind]?.increment()
-            case .enqueued, .backgroundTimeExpiring:
-                break
+            guard case .ended(let unit, let outcome) = event else { return }
+            if unit.metricsStartedAt != 0 {
+                waitTime.recordNanoseconds(max(0, unit.metricsStartedAt &- unit.metricsAddedAt))
+                runTime.recordNanoseconds(max(0, now &- unit.metricsStartedAt))
             }
+            outcomes[outcome.kind]?.increment()
         }
 
         func batchDelivered(enqueued: Int, executing: Int) {

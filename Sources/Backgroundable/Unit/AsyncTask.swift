@@ -105,9 +105,9 @@ public final class AsyncTask: Sendable {
     nonisolated(unsafe) var inboxNext: UInt = 0
     #if Metrics
         /// When the unit was added — stamped by the adder before the queue publishes the
-        /// unit — and when it started (0: not yet), for its queue's timers (the `Metrics`
-        /// trait). The start is written and read only by the queue's deliverer (one
-        /// thread at a time, handed over under the queue's lock).
+        /// unit; 0 when its queue has no metrics — and when its work started (0: never),
+        /// stamped under the unit's lock as its `Task` takes the work. Its queue's metrics
+        /// read both when the unit's end is delivered, which comes after either write.
         nonisolated(unsafe) var metricsAddedAt: Int64 = 0
         nonisolated(unsafe) var metricsStartedAt: Int64 = 0
     #endif
@@ -389,7 +389,18 @@ public final class AsyncTask: Sendable {
     private func execute() async {
         // A unit that ended before its `Task` ran (cancelled, timed out) never runs its
         // work.
-        guard let work = state.withLock({ $0.takeWork(taskID: Self.currentTaskID) }) else { return }
+        #if Metrics
+            // Under the unit's lock: whoever ends the unit later sees when it started.
+            let measured = metricsAddedAt != 0
+            let work = state.withLock { state in
+                let work = state.takeWork(taskID: Self.currentTaskID)
+                if measured, work != nil { metricsStartedAt = ContinuousNanoseconds.now() }
+                return work
+            }
+            guard let work else { return }
+        #else
+            guard let work = state.withLock({ $0.takeWork(taskID: Self.currentTaskID) }) else { return }
+        #endif
         switch work {
         case .callback(let body):
             await body(self)
