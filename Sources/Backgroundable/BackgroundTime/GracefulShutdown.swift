@@ -342,6 +342,7 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
         case expired(Expiration)
     }
 
+    /// How the drain ended.
     public let ending: Ending
     /// What asked for the shutdown; `nil` for ``Ending/idle``.
     public let request: GracefulShutdown.Request?
@@ -377,6 +378,6 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
 }
 
 @available(
-    *, unavailable, renamed: "GracefulShutdown", message: "shutdown no longer calls exit(): drain and exit from main"
+    *, unavailable, renamed: "GracefulShutdown", message: "shutdown no longer ends the process: drain, then let main choose the exit status"
 )
 public typealias GracefulShutdownBackgroundTaskProvider = GracefulShutdown

@@ -28,6 +28,7 @@
     /// It installs no signal handler: with a `ServiceGroup`, do not also install
     /// ``GracefulShutdown`` — one owner of SIGTERM.
     public struct BackgroundQueueService: Service {
+        /// The queues this service drains.
         public let queues: [BackgroundQueue]
         /// How long cancelled work has to return once the group cancelled the service.
         public let cancellationPeriod: Duration
@@ -57,6 +58,9 @@
             self.onShutdown = onShutdown
         }
 
+        /// Lasts until the group's graceful shutdown, then drains the queues, expiring
+        /// their work if the group cancels it first (see the type's documentation).
+        /// Never throws.
         public func run() async {
             // Until the group shuts down gracefully (or cancels the service outright).
             try? await gracefulShutdown()
