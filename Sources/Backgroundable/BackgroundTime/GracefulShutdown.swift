@@ -378,6 +378,7 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
 }
 
 @available(
-    *, unavailable, renamed: "GracefulShutdown", message: "shutdown no longer ends the process: drain, then let main choose the exit status"
+    *, unavailable, renamed: "GracefulShutdown",
+    message: "shutdown no longer ends the process: drain, then let main choose the exit status"
 )
 public typealias GracefulShutdownBackgroundTaskProvider = GracefulShutdown
