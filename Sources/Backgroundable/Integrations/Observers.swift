@@ -22,35 +22,29 @@
 #endif
 
 extension BackgroundQueue {
-    /// The observers a new queue gets: one per trait that is on and whose backend was
-    /// bootstrapped (none in the default build).
+    /// The observers a new queue gets: the `Tracing` trait's, when it is on and a tracer
+    /// was bootstrapped (none in the default build).
     static func observers(forQueueNamed label: String) -> [any QueueObserver<AsyncTask>] {
-        #if Metrics
-            observers(forQueueNamed: label, metricsFactory: MetricsSystem.factory)
-        #else
-            tracingObservers(forQueueNamed: label)
-        #endif
-    }
-
-    private static func tracingObservers(forQueueNamed label: String) -> [any QueueObserver<AsyncTask>] {
         #if Tracing
             QueueTracing(queue: label).map { [$0] } ?? []
         #else
             []
         #endif
     }
+
+    /// The measurer a new queue gets: the `Metrics` trait's, when it is on and a metrics
+    /// backend was bootstrapped (none in the default build).
+    static func measurer(forQueueNamed label: String) -> (any QueueMeasurer)? {
+        #if Metrics
+            QueueMetrics(queue: label, factory: MetricsSystem.factory)
+        #else
+            nil
+        #endif
+    }
 }
 
 #if Metrics
     extension BackgroundQueue {
-        static func observers(
-            forQueueNamed label: String, metricsFactory: any MetricsFactory
-        ) -> [any QueueObserver<AsyncTask>] {
-            let metrics: [any QueueObserver<AsyncTask>] =
-                QueueMetrics(queue: label, factory: metricsFactory).map { [$0] } ?? []
-            return metrics + tracingObservers(forQueueNamed: label)
-        }
-
         /// Creates a queue whose metrics go to `metricsFactory` instead of the one
         /// `MetricsSystem` was bootstrapped with (the `Metrics` trait): a backend of its
         /// own, or a test's. The other parameters are those of
@@ -65,8 +59,8 @@ extension BackgroundQueue {
             let label = name ?? "Backgroundable.BackgroundQueue"
             self.init(
                 label: label, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
-                expirationPolicy: expirationPolicy,
-                observers: Self.observers(forQueueNamed: label, metricsFactory: metricsFactory))
+                expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label),
+                measurer: QueueMetrics(queue: label, factory: metricsFactory))
         }
     }
 #endif

@@ -1,6 +1,7 @@
 #if Metrics
     import CoreMetrics
     import Metrics
+    import Synchronization
 
     /// A queue's metrics through swift-metrics (the `Metrics` trait), all dimensioned by
     /// `queue` (the queue's name):
@@ -9,24 +10,22 @@
     /// - counter `backgroundable_outcomes_total`, also dimensioned by `outcome`
     ///   (`finished`, `failed`, `cancelled`, `replaced`, `dropped`, `timedOut`);
     /// - timers `backgroundable_wait_duration` (add → start) and
-    ///   `backgroundable_run_duration` (start → outcome): the add and the start are
-    ///   stamped when they happen, the outcome when the queue delivers it (microseconds
-    ///   later); both are recorded then. The gauges are recorded once per batch of events.
+    ///   `backgroundable_run_duration` (start → outcome), recorded when the unit ends, on
+    ///   the thread that ended it. The gauges are recorded after each transition that
+    ///   changed them, in the order of the transitions.
     ///
     /// A queue created while no metrics backend is bootstrapped
     /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing, unless it was
     /// given a factory of its own (``BackgroundQueue/init(name:maxConcurrentTasks:backgroundTaskProvider:expirationPolicy:metricsFactory:)``).
-    final class QueueMetrics: QueueObserver {
+    final class QueueMetrics: QueueMeasurer {
         private let enqueued: Gauge
         private let executing: Gauge
         private let outcomes: [AsyncTask.Outcome.Kind: Counter]
         private let waitTime: Timer
         private let runTime: Timer
 
-        /// The add and start times come from the unit (stamped by the adder and by the
-        /// unit's `Task`), so its end is the one event needed: the fewer events, the
-        /// cheaper the queue.
-        let events: ObservedEvents = [.ended]
+        /// The last levels recorded, and the transition they came from.
+        private let recorded = Mutex((enqueued: -1, executing: -1, version: UInt64(0)))
 
         /// `nil` when `factory` is swift-metrics' no-op one (no backend bootstrapped).
         init?(queue: String, factory: any MetricsFactory) {
@@ -47,18 +46,30 @@
             runTime = Timer(label: "backgroundable_run_duration", dimensions: dimensions, factory: factory)
         }
 
-        func observe(_ event: QueueEvent<AsyncTask>, at now: Int64) {
-            guard case .ended(let unit, let outcome) = event else { return }
+        func unitEnded(_ unit: AsyncTask, _ outcome: AsyncTask.Outcome) {
             if unit.metricsStartedAt != 0 {
+                let now = ContinuousNanoseconds.now()
                 waitTime.recordNanoseconds(max(0, unit.metricsStartedAt &- unit.metricsAddedAt))
                 runTime.recordNanoseconds(max(0, now &- unit.metricsStartedAt))
             }
             outcomes[outcome.kind]?.increment()
         }
 
-        func batchDelivered(enqueued: Int, executing: Int) {
-            self.enqueued.record(enqueued)
-            self.executing.record(executing)
+        /// Records the levels of a later transition than the last recorded, when they
+        /// changed; under a lock, so two threads cannot record out of order.
+        func levelsChanged(enqueued: Int, executing: Int, version: UInt64) {
+            recorded.withLock { recorded in
+                guard version > recorded.version else { return }
+                recorded.version = version
+                if enqueued != recorded.enqueued {
+                    recorded.enqueued = enqueued
+                    self.enqueued.record(enqueued)
+                }
+                if executing != recorded.executing {
+                    recorded.executing = executing
+                    self.executing.record(executing)
+                }
+            }
         }
     }
 #endif

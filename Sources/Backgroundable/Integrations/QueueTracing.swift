@@ -22,7 +22,7 @@
             self.queue = queue
         }
 
-        func observe(_ event: QueueEvent<AsyncTask>, at now: Int64) {
+        func observe(_ event: QueueEvent<AsyncTask>) {
             switch event {
             case .enqueued(let unit):
                 let span = start(unit)
@@ -44,8 +44,6 @@
                 break
             }
         }
-
-        func batchDelivered(enqueued: Int, executing: Int) {}
 
         private func start(_ unit: AsyncTask) -> any Span {
             let span = startSpan(unit.name ?? "AsyncTask", context: unit.addedInContext ?? .topLevel)

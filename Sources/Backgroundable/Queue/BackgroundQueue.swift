@@ -53,24 +53,27 @@ public actor BackgroundQueue {
         let label = name ?? "Backgroundable.BackgroundQueue"
         self.init(
             label: label, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
-            expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label))
+            expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label),
+            measurer: Self.measurer(forQueueNamed: label))
     }
 
-    /// The one designated initializer: `observers` are the metrics and tracing of the
-    /// traits that are on (see ``QueueObserver``).
+    /// The one designated initializer: `observers` and `measurer` are the tracing and the
+    /// metrics of the traits that are on (see ``QueueObserver`` and ``QueueMeasurer``).
     init(
         label: String,
         maxConcurrentTasks: Int?,
         backgroundTaskProvider: any BackgroundTaskProvider,
         expirationPolicy: ExpirationPolicy,
-        observers: [any QueueObserver<AsyncTask>]
+        observers: [any QueueObserver<AsyncTask>],
+        measurer: (any QueueMeasurer)?
     ) {
         core = QueueCore(
             label: label,
             limit: Self.effectiveLimit(maxConcurrentTasks),
             provider: backgroundTaskProvider,
             expirationPolicy: expirationPolicy,
-            observers: observers
+            observers: observers,
+            measurer: measurer
         )
         core.front = self
     }
@@ -402,7 +405,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// Adds a unit this queue has claimed (or created claimed: no one else has seen it).
     func add(claimed unit: AsyncTask) {
         #if Metrics || Tracing
-            if !observers.isEmpty { unit.observeAdding() }
+            if measurer != nil || !observers.isEmpty { unit.observeAdding() }
         #endif
         if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
             // The drainer may have stopped since: then the push says so, and this
@@ -422,7 +425,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         let claimed = units.filter { unit in unit.state.withLock { $0.claim(by: self) } }
         guard !claimed.isEmpty else { return 0 }
         #if Metrics || Tracing
-            if !observers.isEmpty { for unit in claimed { unit.observeAdding() } }
+            if measurer != nil || !observers.isEmpty { for unit in claimed { unit.observeAdding() } }
         #endif
         let admissions = claimed.map(\.admission)
         let admitted = transition { machine, actions in

@@ -39,6 +39,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         /// The background time of the current busy period; only the deliverer and the
         /// expiration handler touch it.
         var backgroundTime: HeldBackgroundTime?
+        /// Orders the levels handed to ``QueueStorage/measurer``.
+        var levelsVersion: UInt64 = 0
     }
 
     let label: String
@@ -51,6 +53,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     nonisolated(unsafe) weak var front: (any QueueFront)?
     /// Metrics and tracing (see ``QueueObserver``); fixed when the queue is created.
     let observers: [any QueueObserver<Member>]
+    /// Metrics (see ``QueueMeasurer``); fixed when the queue is created.
+    let measurer: (any QueueMeasurer)?
     /// The events the observers need.
     let observerEvents: ObservedEvents
 
@@ -61,12 +65,14 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         expirationPolicy: BackgroundQueue.ExpirationPolicy,
         reportsBusyPeriods: Bool = true,
         observers: [any QueueObserver<Member>] = [],
+        measurer: (any QueueMeasurer)? = nil,
         now: @escaping @Sendable () -> Int64 = ContinuousNanoseconds.now
     ) {
         self.label = label
         self.provider = provider
         self.expirationPolicy = expirationPolicy
         self.observers = observers
+        self.measurer = measurer
         self.observerEvents = observers.reduce(into: []) { $0.formUnion($1.events) }
         var machine = Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: now)
         machine.observedEvents = observerEvents
@@ -95,14 +101,22 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var actions: Machine.Actions = []
         var admitted: [(member: Member, handle: Machine.Handle)] = []
         var firstBatch: DeliveryBatch?
+        var levels: (enqueued: Int, executing: Int, version: UInt64)?
         let result = state.withLock { locked in
             let result = run(body, on: &locked, &actions, &admitted)
+            if measurer != nil {
+                locked.levelsVersion &+= 1
+                levels = (locked.machine.enqueuedCount, locked.machine.executingCount, locked.levelsVersion)
+            }
             // The new deliverer takes its first batch now, while it holds the lock.
             if actions.delivers {
                 var batch = DeliveryBatch()
                 if takeBatch(from: &locked, into: &batch) { firstBatch = batch }
             }
             return result
+        }
+        if let levels {
+            measurer?.levelsChanged(enqueued: levels.enqueued, executing: levels.executing, version: levels.version)
         }
         performAfterUnlocking(actions, admitted, firstBatch)
         return result
@@ -209,19 +223,17 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Deliveries
 
-    /// What the deliverer takes out of the machine under the lock, at once: deliveries,
-    /// the listeners to tell, the levels the observers record.
+    /// What the deliverer takes out of the machine under the lock, at once: deliveries
+    /// and the listeners to tell.
     private struct DeliveryBatch {
         var deliveries: [Machine.Delivery] = []
         var listeners: [AsyncStream<BackgroundQueue.Event>.Continuation] = []
-        var levels = (enqueued: 0, executing: 0)
     }
 
     /// Under the lock: the next batch, or `false` when the outbox is empty (the machine
     /// then frees the deliverer role).
     private func takeBatch(from locked: inout Locked, into batch: inout DeliveryBatch) -> Bool {
         guard locked.machine.takeDeliveries(into: &batch.deliveries) else { return false }
-        if !observers.isEmpty { batch.levels = (locked.machine.enqueuedCount, locked.machine.executingCount) }
         batch.listeners = locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
         return true
     }
@@ -238,13 +250,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
             }
             taken = false
-            let (deliveries, listeners, levels) = (batch.deliveries, batch.listeners, batch.levels)
-            let now = observers.isEmpty ? 0 : ContinuousNanoseconds.now()
-            defer {
-                for observer in observers {
-                    observer.batchDelivered(enqueued: levels.enqueued, executing: levels.executing)
-                }
-            }
+            let (deliveries, listeners) = (batch.deliveries, batch.listeners)
             for delivery in deliveries {
                 switch delivery {
                 case .busy(let period):
@@ -266,7 +272,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                         waiter.resume()
                     }
                 case .event(let event):
-                    for observer in observers { observer.observe(event, at: now) }
+                    for observer in observers { observer.observe(event) }
                     if !listeners.isEmpty, let event = Self.publicEvent(event) {
                         for listener in listeners { listener.yield(event) }
                     }

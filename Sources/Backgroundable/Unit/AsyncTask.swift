@@ -107,7 +107,8 @@ public final class AsyncTask: Sendable {
         /// When the unit was added — stamped by the adder before the queue publishes the
         /// unit; 0 when its queue has no metrics — and when its work started (0: never),
         /// stamped under the unit's lock as its `Task` takes the work. Its queue's metrics
-        /// read both when the unit's end is delivered, which comes after either write.
+        /// read both as the unit's end is performed: that end was decided under the same
+        /// lock, after the start if there was one.
         nonisolated(unsafe) var metricsAddedAt: Int64 = 0
         nonisolated(unsafe) var metricsStartedAt: Int64 = 0
     #endif
@@ -472,6 +473,7 @@ extension UnitState.Ending {
                 queue.transition { _, _ in }
             }
         }
+        queue?.measurer?.unitEnded(unit, outcome)
         task?.cancel()
         parkedBody?.resume()
         for waiter in waiters {
