@@ -25,7 +25,7 @@
         private let runTime: Timer
 
         /// The last levels recorded, and the transition they came from.
-        private let recorded = Mutex((enqueued: -1, executing: -1, version: UInt64(0)))
+        private let recorded = Lock((enqueued: -1, executing: -1, version: UInt64(0)))
 
         /// `nil` when `factory` is swift-metrics' no-op one (no backend bootstrapped).
         init?(queue: String, factory: any MetricsFactory) {

@@ -14,7 +14,7 @@
     /// traces nothing and costs nothing.
     final class QueueTracing: QueueObserver {
         private let queue: String
-        private let spans = Mutex<[ObjectIdentifier: any Span]>([:])
+        private let spans = Lock<[ObjectIdentifier: any Span]>([:])
         let events: ObservedEvents = [.enqueued, .started, .ended]
 
         init?(queue: String) {
