@@ -32,41 +32,16 @@ final class Latch: Sendable {
 
     /// Suspends until the latch is open or the calling task is cancelled.
     func wait() async {
-        let registration = Lock<Registration>(.pending)
-        await withTaskCancellationHandler {
-            await withContinuation { (continuation: Continuation<Void>) in
-                let id = state.withLock { state -> UInt64? in
+        await waitCancellably(
+            register: { continuation in
+                state.withLock { state -> UInt64? in
                     guard !state.isOpen else { return nil }
                     state.nextID += 1
                     state.waiters[state.nextID] = continuation
                     return state.nextID
                 }
-                guard let id else { return continuation.resume() }
-                let cancelled = registration.withLock { registration in
-                    if case .cancelled = registration { return true }
-                    registration = .registered(id)
-                    return false
-                }
-                if cancelled { stopWaiting(id) }
-            }
-        } onCancel: {
-            let id = registration.withLock { registration -> UInt64? in
-                if case .registered(let id) = registration { return id }
-                registration = .cancelled
-                return nil
-            }
-            if let id { stopWaiting(id) }
-        }
-    }
-
-    private func stopWaiting(_ id: UInt64) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-    }
-
-    private enum Registration {
-        case pending
-        case registered(UInt64)
-        case cancelled
+            },
+            unregister: { id in self.state.withLock { $0.waiters.removeValue(forKey: id) }?.resume() })
     }
 }
 

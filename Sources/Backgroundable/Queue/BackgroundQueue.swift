@@ -197,10 +197,9 @@ public actor BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
-        let handle = AsyncTaskHandle<Success>(
-            AsyncTask(
-                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .body(body), claimedBy: core))
+        let handle = AsyncTask.operation(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout, claimedBy: core, body)
         core.add(claimed: handle.task)
         return handle
     }

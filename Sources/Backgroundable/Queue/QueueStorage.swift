@@ -306,29 +306,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// Waits until the queue is idle and the idle notification was delivered, or until
     /// the waiting task is cancelled (then it returns at once).
     func waitUntilIdle() async {
-        let registration = Lock(IdleWaitRegistration.pending)
         // Resumed exactly once: here when the queue already is idle, or by whichever of
         // the `.idle` delivery and the cancellation takes the waiter out of the machine.
-        await withTaskCancellationHandler {
-            await withContinuation { (continuation: Continuation<Void>) in
-                guard let id = transition({ machine, _ in machine.waitUntilIdle(continuation) }) else {
-                    return continuation.resume()
-                }
-                let cancelled = registration.withLock { state in
-                    if case .cancelled = state { return true }
-                    state = .registered(id)
-                    return false
-                }
-                if cancelled { stopWaitingUntilIdle(id) }
-            }
-        } onCancel: {
-            let id = registration.withLock { state -> UInt64? in
-                if case .registered(let id) = state { return id }
-                state = .cancelled
-                return nil
-            }
-            if let id { stopWaitingUntilIdle(id) }
-        }
+        await waitCancellably(
+            register: { continuation in transition { machine, _ in machine.waitUntilIdle(continuation) } },
+            unregister: { self.stopWaitingUntilIdle($0) })
     }
 
     private func stopWaitingUntilIdle(_ registration: UInt64) {
@@ -362,11 +344,4 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// Listeners registered now: for tests that check nothing leaks.
     var listenerCount: Int { state.withLock { $0.listeners.count } }
-}
-
-/// Where one ``QueueStorage/waitUntilIdle()`` stands with its cancellation handler.
-private enum IdleWaitRegistration {
-    case pending
-    case registered(UInt64)
-    case cancelled
 }

@@ -198,10 +198,26 @@ public final class AsyncTask: Sendable {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
+        operation(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+            onTimeout: onTimeout, claimedBy: nil, body)
+    }
+
+    /// ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``, claimed by
+    /// `queue` from the start when the queue creates the unit itself.
+    static func operation<Success: Sendable>(
+        name: String?,
+        timeout: Duration?,
+        priority: TaskPriority?,
+        uniquenessPolicy: UniquenessPolicy,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
+        claimedBy queue: borrowing QueueCore?,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
             AsyncTask(
                 name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .body(body)))
+                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .body(body), claimedBy: queue))
     }
 
     /// Creates an async-style unit with `options` (see
