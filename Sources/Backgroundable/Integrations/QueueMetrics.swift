@@ -11,8 +11,8 @@
     ///   (`finished`, `failed`, `cancelled`, `replaced`, `dropped`, `timedOut`);
     /// - timers `backgroundable_wait_duration` (add → start) and
     ///   `backgroundable_run_duration` (start → outcome), recorded when the unit ends, on
-    ///   the thread that ended it. The gauges are recorded after each transition that
-    ///   changed them, in the order of the transitions.
+    ///   the thread that ended it. The gauges follow the transitions that change them
+    ///   and always end on the latest levels.
     ///
     /// A queue created while no metrics backend is bootstrapped
     /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing, unless it was
@@ -24,8 +24,15 @@
         private let waitTime: Timer
         private let runTime: Timer
 
-        /// The last levels recorded, and the transition they came from.
-        private let recorded = Lock((enqueued: -1, executing: -1, version: UInt64(0)))
+        /// The gauges' side of the levels: the latest reported (by transition), the last
+        /// recorded, and whether a thread is recording now (the recorder role).
+        private struct Levels {
+            var latest = (enqueued: 0, executing: 0, version: UInt64(0))
+            var recorded = (enqueued: -1, executing: -1)
+            var isRecording = false
+        }
+
+        private let levels = Lock(Levels())
 
         /// `nil` when `factory` is swift-metrics' no-op one (no backend bootstrapped).
         init?(queue: String, factory: any MetricsFactory) {
@@ -55,21 +62,36 @@
             outcomes[outcome.kind]?.increment()
         }
 
-        /// Records the levels of a later transition than the last recorded, when they
-        /// changed; under a lock, so two threads cannot record out of order.
+        /// Keeps the levels of the latest transition and records them, outside the lock
+        /// (the backend's handlers are its code): one thread at a time records, and it
+        /// records again until nothing newer came meanwhile, so the gauges end on the
+        /// latest levels whatever order the threads report in.
         func levelsChanged(enqueued: Int, executing: Int, version: UInt64) {
-            recorded.withLock { recorded in
-                guard version > recorded.version else { return }
-                recorded.version = version
-                if enqueued != recorded.enqueued {
-                    recorded.enqueued = enqueued
-                    self.enqueued.record(enqueued)
-                }
-                if executing != recorded.executing {
-                    recorded.executing = executing
-                    self.executing.record(executing)
+            var next = levels.withLock { levels -> (enqueued: Int, executing: Int)? in
+                if version > levels.latest.version { levels.latest = (enqueued, executing, version) }
+                guard !levels.isRecording, let unrecorded = takeUnrecorded(&levels) else { return nil }
+                levels.isRecording = true
+                return unrecorded
+            }
+            while let (enqueued, executing) = next {
+                self.enqueued.record(enqueued)
+                self.executing.record(executing)
+                next = levels.withLock { levels in
+                    guard let unrecorded = takeUnrecorded(&levels) else {
+                        levels.isRecording = false
+                        return nil
+                    }
+                    return unrecorded
                 }
             }
+        }
+
+        /// The latest levels when they differ from the recorded ones (now marked recorded).
+        private func takeUnrecorded(_ levels: inout Levels) -> (enqueued: Int, executing: Int)? {
+            let latest = (enqueued: levels.latest.enqueued, executing: levels.latest.executing)
+            guard latest != levels.recorded else { return nil }
+            levels.recorded = latest
+            return latest
         }
     }
 #endif

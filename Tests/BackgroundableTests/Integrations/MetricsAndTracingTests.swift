@@ -70,6 +70,23 @@
             }
         #endif
 
+        #if Metrics
+            /// Levels reported out of order (two threads after two transitions) leave the
+            /// gauges on the later transition's levels.
+            @Test func gaugesEndOnTheLatestTransitionsLevels() throws {
+                let metrics = TestMetrics()
+                let measurer = try #require(QueueMetrics(queue: "levels", factory: metrics))
+                measurer.levelsChanged(enqueued: 3, executing: 1, version: 2)
+                measurer.levelsChanged(enqueued: 4, executing: 0, version: 1)
+                let enqueued = try metrics.expectGauge("backgroundable_enqueued_units", [("queue", "levels")])
+                #expect(enqueued.values == [3])
+                measurer.levelsChanged(enqueued: 3, executing: 1, version: 3)
+                #expect(enqueued.values == [3], "unchanged levels are not recorded again")
+                measurer.levelsChanged(enqueued: 0, executing: 0, version: 4)
+                #expect(enqueued.lastValue == 0)
+            }
+        #endif
+
         #if Tracing
             @Test func everyUnitHasASpanUnderTheSpanActiveWhereItWasAdded() async throws {
                 let tracer = testTracer
