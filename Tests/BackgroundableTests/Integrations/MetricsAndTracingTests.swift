@@ -71,6 +71,41 @@
         #endif
 
         #if Metrics
+            /// Many units added and ended on several threads at once (the sanitizer run of
+            /// the traits checks this path): every outcome is counted, and the gauges end
+            /// at zero.
+            @Test func concurrentUnitsAreAllCountedAndTheGaugesSettle() async throws {
+                let metrics = TestMetrics()
+                let name = "concurrent"
+                let queue = BackgroundQueue(
+                    name: name, maxConcurrentTasks: 3, backgroundTaskProvider: NoopBackgroundTaskProvider(),
+                    metricsFactory: metrics)
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask {
+                            for index in 0..<250 {
+                                if index.isMultiple(of: 5) {
+                                    queue.addTask(name: "n\(index % 7)", uniquenessPolicy: .drop) { index }
+                                } else {
+                                    queue.add(timeout: nil) { $0.finish() }
+                                }
+                            }
+                        }
+                    }
+                }
+                await queue.waitUntilIdle()
+                let counted = AsyncTask.Outcome.Kind.allCases.reduce(Int64(0)) { total, kind in
+                    total
+                        + metrics.counterTotal(
+                            label: "backgroundable_outcomes_total",
+                            dimensions: [("queue", name), ("outcome", "\(kind)")])
+                }
+                #expect(counted == 1_000)
+                let enqueued = try metrics.expectGauge("backgroundable_enqueued_units", [("queue", name)])
+                let executing = try metrics.expectGauge("backgroundable_executing_units", [("queue", name)])
+                #expect(enqueued.lastValue == 0 && executing.lastValue == 0)
+            }
+
             /// Levels reported out of order (two threads after two transitions) leave the
             /// gauges on the later transition's levels.
             @Test func gaugesEndOnTheLatestTransitionsLevels() throws {
