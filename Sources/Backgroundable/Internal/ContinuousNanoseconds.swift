@@ -37,3 +37,15 @@ enum ContinuousNanoseconds {
         try? await Task.sleep(for: .nanoseconds(remaining), clock: .continuous)
     }
 }
+
+/// The clock a queue reads and sleeps on, in nanoseconds: the continuous clock, or a
+/// test's (which moves only when the test says).
+struct QueueClock: Sendable {
+    /// Now.
+    let now: @Sendable () -> Int64
+    /// Suspends until `deadline` has passed, or the calling task is cancelled (then it
+    /// returns early).
+    let sleep: @Sendable (_ deadline: Int64) async -> Void
+
+    static let continuous = QueueClock(now: ContinuousNanoseconds.now, sleep: ContinuousNanoseconds.sleep(until:))
+}

@@ -63,12 +63,17 @@ struct TicketQueue {
 }
 
 /// A binary min-heap of deadlines, with entries that may go stale like
-/// ``TicketQueue``'s: O(log n) to add and to pop, whatever the timeouts are.
+/// ``TicketQueue``'s: O(log n) to add and to pop, whatever the timeouts are. Equal
+/// deadlines come out in ticket order (admission order).
 struct DeadlineHeap {
     struct Entry {
         var deadline: Int64
         var slot: Int32
         var ticket: UInt64
+
+        func precedes(_ other: Entry) -> Bool {
+            (deadline, ticket) < (other.deadline, other.ticket)
+        }
     }
 
     private(set) var entries: [Entry] = []
@@ -81,7 +86,7 @@ struct DeadlineHeap {
         var child = entries.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard entries[child].deadline < entries[parent].deadline else { break }
+            guard entries[child].precedes(entries[parent]) else { break }
             entries.swapAt(child, parent)
             child = parent
         }
@@ -112,10 +117,10 @@ struct DeadlineHeap {
             let left = 2 * parent + 1
             guard left < entries.count else { return }
             var smallest = left
-            if left + 1 < entries.count, entries[left + 1].deadline < entries[left].deadline {
+            if left + 1 < entries.count, entries[left + 1].precedes(entries[left]) {
                 smallest = left + 1
             }
-            guard entries[smallest].deadline < entries[parent].deadline else { return }
+            guard entries[smallest].precedes(entries[parent]) else { return }
             entries.swapAt(parent, smallest)
             parent = smallest
         }

@@ -58,14 +58,16 @@ public actor BackgroundQueue {
     }
 
     /// The one designated initializer: `observers` and `measurer` are the tracing and the
-    /// metrics of the traits that are on (see ``QueueObserver`` and ``QueueMeasurer``).
+    /// metrics of the traits that are on (see ``QueueObserver`` and ``QueueMeasurer``);
+    /// tests inject the `clock` of start times and timeouts.
     init(
         label: String,
         maxConcurrentTasks: Int?,
         backgroundTaskProvider: any BackgroundTaskProvider,
         expirationPolicy: ExpirationPolicy,
         observers: [any QueueObserver<AsyncTask>],
-        measurer: (any QueueMeasurer)?
+        measurer: (any QueueMeasurer)?,
+        clock: QueueClock = .continuous
     ) {
         core = QueueCore(
             label: label,
@@ -73,7 +75,8 @@ public actor BackgroundQueue {
             provider: backgroundTaskProvider,
             expirationPolicy: expirationPolicy,
             observers: observers,
-            measurer: measurer
+            measurer: measurer,
+            clock: clock
         )
         core.front = self
     }

@@ -34,6 +34,12 @@ struct QueueStateMachine<Member: AnyObject> {
         let priority: UInt8
         /// Nanoseconds from the start until the member times out; `nil` for never.
         let timeout: Int64?
+        /// Nanoseconds from the admission before which the member may not start; 0 or
+        /// less for none.
+        var delay: Int64 = 0
+        /// The member's lane: members of one lane run one at a time, in admission
+        /// order. Ignored in a sequential batch (the batch is a lane of its own).
+        var lane: String? = nil
     }
 
     /// What the storage must do once the lock is released, in order.
@@ -125,9 +131,16 @@ struct QueueStateMachine<Member: AnyObject> {
         let ticket: UInt64
     }
 
-    /// Where a live member is.
+    /// Where a live member is. A delayed member waits for its start time (`delayed`),
+    /// or for both its start time and its predecessor (`blockedDelayed`); once the
+    /// time has come it is `ready`, or `blocked` while its predecessor is live.
     enum Place: UInt8 {
-        case ready, blocked, external, executing
+        case ready, blocked, external, executing, delayed, blockedDelayed
+
+        /// Waiting behind a predecessor in a sequential group or a lane.
+        var isBlocked: Bool { self == .blocked || self == .blockedDelayed }
+        /// Waiting for its start time.
+        var isDelayed: Bool { self == .delayed || self == .blockedDelayed }
     }
 
     struct Record {
@@ -189,6 +202,13 @@ struct QueueStateMachine<Member: AnyObject> {
     private var readyCount = 0
     private var deadlines = DeadlineHeap()
     private var timedCount = 0
+    /// The start times of delayed members, earliest first (ties in admission order);
+    /// the one sleeper serves them and the deadlines together.
+    private var startTimes = DeadlineHeap()
+    private var delayedCount = 0
+    /// The last member of each lane, by lane; and the lane of each such member.
+    private var laneTails: [String: Int32] = [:]
+    private var lanesByTail: [Int32: String] = [:]
 
     private(set) var enqueuedCount = 0
     private(set) var executingCount = 0
@@ -227,14 +247,15 @@ struct QueueStateMachine<Member: AnyObject> {
     mutating func add(_ admission: Admission, actions: inout Actions) -> Handle? {
         guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
         let handle = handle(of: slot)
-        link(slot, behind: -1, actions: &actions)
+        link(slot, behind: joinLane(admission.lane, slot), delay: admission.delay, actions: &actions)
         startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
         return handle
     }
 
     /// Adds members in order (their policies apply in that order); with `sequential`,
-    /// each starts only after the previous admitted one ended. Returns the handles of
-    /// the admitted ones, in order.
+    /// each starts only after the previous admitted one ended (their lanes are ignored:
+    /// the group is a lane of its own). Returns the handles of the admitted ones, in
+    /// order.
     mutating func add(
         contentsOf admissions: [Admission],
         sequential: Bool,
@@ -245,7 +266,8 @@ struct QueueStateMachine<Member: AnyObject> {
         for admission in admissions {
             guard let slot = admit(admission, place: .ready, actions: &actions) else { continue }
             admitted.append((admission.member, handle(of: slot)))
-            link(slot, behind: sequential ? previous : -1, actions: &actions)
+            let predecessor = sequential ? previous : joinLane(admission.lane, slot)
+            link(slot, behind: predecessor, delay: admission.delay, actions: &actions)
             previous = slot
         }
         startReady(inline: 0, actions: &actions)
@@ -316,17 +338,45 @@ struct QueueStateMachine<Member: AnyObject> {
         return slot
     }
 
-    /// Places an admitted member: ready, or blocked behind `predecessor`.
-    private mutating func link(_ slot: Int32, behind predecessor: Int32, actions: inout Actions) {
+    /// Places an admitted member: ready, blocked behind `predecessor`, or waiting for
+    /// its start time `delay` nanoseconds from now (or both).
+    private mutating func link(_ slot: Int32, behind predecessor: Int32, delay: Int64, actions: inout Actions) {
+        if delay > 0 {
+            waitForStartTime(slot, ContinuousNanoseconds.deadline(after: now(), delay), actions: &actions)
+        }
         if predecessor >= 0 {
             records[Int(predecessor)].successor = slot
             records[Int(slot)].predecessor = predecessor
-            records[Int(slot)].place = .blocked
+            records[Int(slot)].place = delay > 0 ? .blockedDelayed : .blocked
+        } else if delay > 0 {
+            records[Int(slot)].place = .delayed
         } else {
             makeReady(slot)
         }
         let member = records[Int(slot)].member!
         emit(.enqueued(member), actions: &actions)
+    }
+
+    /// Makes `slot` the last member of `lane`: returns the member it waits behind (the
+    /// lane's previous last one), or -1 when the lane was empty (or `lane` is `nil`).
+    private mutating func joinLane(_ lane: String?, _ slot: Int32) -> Int32 {
+        guard let lane else { return -1 }
+        lanesByTail[slot] = lane
+        guard let tail = laneTails.updateValue(slot, forKey: lane) else { return -1 }
+        lanesByTail[tail] = nil
+        return tail
+    }
+
+    /// A member leaves: if it was the last of its lane, the member before it (if it is
+    /// blocked behind one) is the last now, or the lane is empty.
+    private mutating func leaveLane(_ slot: Int32, predecessor: Int32) {
+        guard !lanesByTail.isEmpty, let lane = lanesByTail.removeValue(forKey: slot) else { return }
+        if predecessor >= 0 {
+            laneTails[lane] = predecessor
+            lanesByTail[predecessor] = lane
+        } else {
+            laneTails[lane] = nil
+        }
     }
 
     private mutating func allocate() -> Int32 {
@@ -506,11 +556,23 @@ struct QueueStateMachine<Member: AnyObject> {
             deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket)
         deadlines.insert(entry)
         timedCount += 1
-        if sleeper.map({ entry.deadline < $0.deadline }) ?? true {
-            sleeperGenerations += 1
-            sleeper = (entry.deadline, sleeperGenerations)
-            actions.append(.armSleeper(deadline: entry.deadline, generation: sleeperGenerations))
-        }
+        wakeSleeper(at: entry.deadline, actions: &actions)
+    }
+
+    /// A delayed member waits until `startTime`.
+    private mutating func waitForStartTime(_ slot: Int32, _ startTime: Int64, actions: inout Actions) {
+        startTimes.insert(.init(deadline: startTime, slot: slot, ticket: records[Int(slot)].ticket))
+        delayedCount += 1
+        wakeSleeper(at: startTime, actions: &actions)
+    }
+
+    /// Makes sure the sleeper wakes up at `time`: a new sleeper is armed when it is
+    /// earlier than the current one's.
+    private mutating func wakeSleeper(at time: Int64, actions: inout Actions) {
+        guard sleeper.map({ time < $0.deadline }) ?? true else { return }
+        sleeperGenerations += 1
+        sleeper = (time, sleeperGenerations)
+        actions.append(.armSleeper(deadline: time, generation: sleeperGenerations))
     }
 
     /// The front end started an external member (`handle`, from ``addExternal(_:actions:)``)
@@ -584,26 +646,32 @@ struct QueueStateMachine<Member: AnyObject> {
         )
         liveCount -= 1
         removeFromName(slot)
+        leaveLane(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
         case .ready:
             enqueuedCount -= 1
             readyCount -= 1
-        case .blocked:
+        case .blocked, .blockedDelayed:
             enqueuedCount -= 1
             // Splice it out of its group: the predecessor now leads to the successor.
             records[Int(predecessor)].successor = successor
             if successor >= 0 {
                 records[Int(successor)].predecessor = predecessor
             }
-        case .external:
+        case .external, .delayed:
             enqueuedCount -= 1
         case .executing:
             executingCount -= 1
             if records[Int(slot)].timeout > 0 { timedCount -= 1 }
         }
-        if place != .blocked, successor >= 0 {
+        if place.isDelayed { delayedCount -= 1 }
+        if !place.isBlocked, successor >= 0 {
             records[Int(successor)].predecessor = -1
-            makeReady(successor)
+            if records[Int(successor)].place == .blockedDelayed {
+                records[Int(successor)].place = .delayed
+            } else {
+                makeReady(successor)
+            }
         }
         records[Int(slot)] = Record()
         freeSlots.append(slot)
@@ -641,8 +709,10 @@ struct QueueStateMachine<Member: AnyObject> {
     // MARK: Deadlines
 
     /// The sleeper of `generation` woke up: times out every executing member whose
-    /// deadline passed. Returns the next deadline to sleep until, or `nil` when this
-    /// sleeper should stop (none is left, or a newer sleeper took over).
+    /// deadline passed, then lets every delayed member whose start time came go on
+    /// (ready, or blocked while its predecessor is live), earliest first. Returns the
+    /// next time to sleep until, or `nil` when this sleeper should stop (nothing is
+    /// left, or a newer sleeper took over).
     mutating func deadlineReached(generation: UInt64, actions: inout Actions) -> Int64? {
         guard let current = sleeper, current.generation == generation else { return nil }
         let now = now()
@@ -652,15 +722,32 @@ struct QueueStateMachine<Member: AnyObject> {
                 markEnding(entry.slot, .timedOut, actions: &actions)
             }
         }
+        var becameReady = false
+        while let entry = startTimes.first, entry.deadline <= now {
+            startTimes.removeFirst()
+            guard isDelayed(entry) else { continue }
+            delayedCount -= 1
+            if records[Int(entry.slot)].place == .blockedDelayed {
+                records[Int(entry.slot)].place = .blocked
+            } else {
+                makeReady(entry.slot)
+                becameReady = true
+            }
+        }
         while let entry = deadlines.first, !isExecuting(entry) {
             deadlines.removeFirst()
         }
-        guard let next = deadlines.first else {
+        while let entry = startTimes.first, !isDelayed(entry) {
+            startTimes.removeFirst()
+        }
+        if becameReady { startReady(inline: 64, actions: &actions) }
+        let next = [deadlines.first?.deadline, startTimes.first?.deadline].compactMap { $0 }.min()
+        guard let next else {
             sleeper = nil
             return nil
         }
-        sleeper = (next.deadline, generation)
-        return next.deadline
+        sleeper = (next, generation)
+        return next
     }
 
     private func isExecuting(_ entry: DeadlineHeap.Entry) -> Bool {
@@ -673,12 +760,25 @@ struct QueueStateMachine<Member: AnyObject> {
             && !records[index].isEnding
     }
 
+    private func isDelayed(_ entry: DeadlineHeap.Entry) -> Bool {
+        Self.isDelayed(entry, in: records)
+    }
+
+    private static func isDelayed(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
+        let index = Int(entry.slot)
+        return records[index].ticket == entry.ticket && records[index].place.isDelayed && !records[index].isEnding
+    }
+
     /// Drops stale queue and heap entries once they outnumber the live ones, so memory
     /// follows the live members, not the members ever added.
     private mutating func compactIfMostlyStale() {
         if deadlines.count > 64 + 2 * timedCount {
             let records = self.records
             deadlines.compact { Self.isExecuting($0, in: records) }
+        }
+        if startTimes.count > 64 + 2 * delayedCount {
+            let records = self.records
+            startTimes.compact { Self.isDelayed($0, in: records) }
         }
         if ready.count > 0 {
             var total = 0
@@ -760,6 +860,9 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         readyCount = 0
         deadlines.removeAll()
+        startTimes.removeAll()
+        laneTails = [:]
+        lanesByTail = [:]
         names = [:]
         groups = []
         freeGroups = []
@@ -857,15 +960,20 @@ struct QueueStateMachine<Member: AnyObject> {
         let live = records.filter { $0.member != nil }
         let counts = (
             live: live.count, ready: live.filter { $0.place == .ready }.count,
-            timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count
+            timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count,
+            delayed: live.filter { $0.place.isDelayed }.count
         )
-        guard (liveCount, readyCount, timedCount) != counts else { return nil }
-        return "counts (live, ready, timed) are \((liveCount, readyCount, timedCount)), records say \(counts)"
+        guard (liveCount, readyCount, timedCount, delayedCount) != counts else { return nil }
+        return
+            "counts (live, ready, timed, delayed) are \((liveCount, readyCount, timedCount, delayedCount)), records say \(counts)"
     }
 
     /// Memory the machine holds, in entries: for tests that check nothing leaks.
-    var footprint: (records: Int, readyEntries: Int, deadlineEntries: Int, names: Int) {
-        (records.count, ready.reduce(0) { $0 + $1.queue.count }, deadlines.count, names.count)
+    var footprint: (records: Int, readyEntries: Int, deadlineEntries: Int, names: Int, lanes: Int) {
+        (
+            records.count, ready.reduce(0) { $0 + $1.queue.count }, deadlines.count + startTimes.count, names.count,
+            laneTails.count + lanesByTail.count
+        )
     }
 }
 

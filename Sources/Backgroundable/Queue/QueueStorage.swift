@@ -57,6 +57,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     let measurer: (any QueueMeasurer)?
     /// The events the observers need.
     let observerEvents: ObservedEvents
+    /// What the sleeper sleeps on (the machine reads the same clock's `now`).
+    let clock: QueueClock
 
     init(
         label: String,
@@ -66,15 +68,16 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         reportsBusyPeriods: Bool = true,
         observers: [any QueueObserver<Member>] = [],
         measurer: (any QueueMeasurer)? = nil,
-        now: @escaping @Sendable () -> Int64 = ContinuousNanoseconds.now
+        clock: QueueClock = .continuous
     ) {
+        self.clock = clock
         self.label = label
         self.provider = provider
         self.expirationPolicy = expirationPolicy
         self.observers = observers
         self.measurer = measurer
         self.observerEvents = observers.reduce(into: []) { $0.formUnion($1.events) }
-        var machine = Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: now)
+        var machine = Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: clock.now)
         machine.observedEvents = observerEvents
         self.state = Lock(Locked(machine: machine))
     }
@@ -195,15 +198,16 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Timeouts
 
-    /// One sleeper per queue: it sleeps until the earliest deadline, times out what is
-    /// due, and sleeps again until no deadline is left. An earlier deadline arms a new
+    /// One sleeper per queue: it sleeps until the earliest deadline or start time,
+    /// times out or lets start what is due, and sleeps again until none is left. An earlier deadline arms a new
     /// sleeper and cancels the older one (which then finds its generation stale).
     /// Strong on purpose: the cycle storage → sleeper → storage ends with the sleeper.
     private func armSleeper(until deadline: Int64, generation: UInt64) {
+        let sleep = clock.sleep
         let task = Task.detached(priority: .high) {
             var deadline = deadline
             while !Task.isCancelled {
-                await ContinuousNanoseconds.sleep(until: deadline)
+                await sleep(deadline)
                 let next = self.transition { machine, actions in
                     machine.deadlineReached(generation: generation, actions: &actions)
                 }

@@ -1,6 +1,6 @@
 extension AsyncTask {
     /// The settings of a unit, as one value to keep and reuse: its name, timeout,
-    /// priority, uniqueness policy and `onTimeout` callback.
+    /// priority, uniqueness policy, start time, lane and `onTimeout` callback.
     ///
     /// Every entry point that creates a unit takes one —
     /// ``BackgroundQueue/add(_:_:)``, ``BackgroundQueue/addTask(_:_:)``,
@@ -21,6 +21,15 @@ extension AsyncTask {
         public var priority: TaskPriority?
         /// What a queue does when a live unit already has the same name.
         public var uniquenessPolicy: UniquenessPolicy
+        /// The earliest time the unit may start once added (see ``StartTime``); `nil`
+        /// for as soon as its queue can.
+        public var notBefore: StartTime?
+        /// The unit's lane: the units of one lane run one at a time, in the order they
+        /// were added, while units of different lanes (and units of none) run in
+        /// parallel, up to the queue's limit. Independent of ``name``: a lane orders, a
+        /// name deduplicates. Ignored for the members of ``BackgroundQueue/addSequence(_:)``,
+        /// which are a lane of their own.
+        public var lane: String?
         /// Runs exactly once, after the outcome became ``Outcome/timedOut``, in a task of
         /// its own: off every actor, or on the one it is isolated to
         /// (`{ @MainActor task in … }`).
@@ -35,11 +44,15 @@ extension AsyncTask {
             name: String? = nil,
             priority: TaskPriority? = nil,
             uniquenessPolicy: UniquenessPolicy = .ignore,
+            notBefore: StartTime? = nil,
+            lane: String? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {
             self.name = name
             self.priority = priority
             self.uniquenessPolicy = uniquenessPolicy
+            self.notBefore = notBefore
+            self.lane = lane
             self.onTimeout = onTimeout
         }
 
@@ -50,9 +63,13 @@ extension AsyncTask {
             timeout: Duration?,
             priority: TaskPriority? = nil,
             uniquenessPolicy: UniquenessPolicy = .ignore,
+            notBefore: StartTime? = nil,
+            lane: String? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {
-            self.init(name: name, priority: priority, uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout)
+            self.init(
+                name: name, priority: priority, uniquenessPolicy: uniquenessPolicy, notBefore: notBefore, lane: lane,
+                onTimeout: onTimeout)
             self.chosenTimeout = .some(timeout)
         }
 
@@ -71,6 +88,44 @@ extension AsyncTask {
         /// The timeout a unit of a style whose default is `styleDefault` gets.
         func timeout(defaultingTo styleDefault: Duration?) -> Duration? {
             chosenTimeout ?? styleDefault
+        }
+    }
+}
+
+extension AsyncTask {
+    /// When a unit may start at the earliest: a delay counted from the moment it is
+    /// added to its queue, or an instant of the continuous clock.
+    ///
+    /// Until then the unit is live — it counts as enqueued, deduplicates by its name,
+    /// holds its place in its lane and keeps its queue busy (so ``BackgroundQueue/waitUntilIdle()``
+    /// waits for it, and the queue's background time is held while it waits) — but it
+    /// holds no concurrency slot, no `Task` and no thread: one timer per queue serves
+    /// every start time and timeout. Then it starts like any ready unit: by priority,
+    /// first come first served, as slots free up. Its timeout counts from that start.
+    ///
+    /// A delay of zero or less, or an instant that has passed, means no delay: the unit
+    /// is ready at once.
+    public struct StartTime: Sendable, Hashable {
+        private enum Kind: Hashable {
+            case delay(Duration)
+            case instant(ContinuousClock.Instant)
+        }
+
+        private let kind: Kind
+
+        /// `delay` after the unit is added to its queue.
+        public static func after(_ delay: Duration) -> Self { Self(kind: .delay(delay)) }
+
+        /// At `instant`, or at once if it has passed when the unit is added.
+        public static func at(_ instant: ContinuousClock.Instant) -> Self { Self(kind: .instant(instant)) }
+
+        /// Nanoseconds from now until the start time, for the queue's clock (clamped to
+        /// the range of `Int64`).
+        var delayFromNow: Int64 {
+            switch kind {
+            case .delay(let delay): AsyncTask.nanoseconds(delay)
+            case .instant(let instant): AsyncTask.nanoseconds(ContinuousClock.now.duration(to: instant))
+            }
         }
     }
 }

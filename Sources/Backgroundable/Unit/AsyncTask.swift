@@ -88,10 +88,40 @@ public final class AsyncTask: Sendable {
     let timeoutNanoseconds: Int64
     var hasTimeout: Bool { timeoutNanoseconds != .min }
 
-    /// Runs once after the unit timed out. Boxed: few units have one, and the optional
-    /// closure inline would take 16 bytes in every unit.
-    let onTimeout: Boxed<@Sendable @isolated(any) (AsyncTask) -> Void>?
+    /// The settings few units have (`onTimeout`, a start time, a lane), boxed: inline
+    /// they would take 40 bytes in every unit, and `memory.BackgroundQueue.pendingUnit`
+    /// has 8 to spare.
+    let extras: Extras?
     let state: Lock<UnitState>
+
+    /// See ``extras``.
+    final class Extras: Sendable {
+        let onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?
+        let notBefore: StartTime?
+        let lane: String?
+
+        /// `nil` when none is set.
+        static func make(
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?
+        ) -> Extras? {
+            guard onTimeout != nil || notBefore != nil || lane != nil else { return nil }
+            return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane)
+        }
+
+        private init(
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?
+        ) {
+            self.onTimeout = onTimeout
+            self.notBefore = notBefore
+            self.lane = lane
+        }
+    }
+
+    /// The earliest time the unit may start, once added; `nil` for as soon as possible.
+    public var notBefore: StartTime? { extras?.notBefore }
+    /// The unit's lane: units with the same lane run one at a time, in the order they
+    /// were added; `nil` for none.
+    public var lane: String? { extras?.lane }
 
     /// What a queue does when a live unit already has this unit's name.
     public let uniquenessPolicy: UniquenessPolicy
@@ -128,6 +158,8 @@ public final class AsyncTask: Sendable {
         priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
+        notBefore: StartTime? = nil,
+        lane: String? = nil,
         work: consuming sending Work,
         claimedBy queue: borrowing QueueCore? = nil
     ) {
@@ -135,7 +167,7 @@ public final class AsyncTask: Sendable {
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
-        self.onTimeout = onTimeout.map(Boxed.init)
+        self.extras = Extras.make(onTimeout: onTimeout, notBefore: notBefore, lane: lane)
         self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
@@ -144,7 +176,8 @@ public final class AsyncTask: Sendable {
         self.init(
             name: options.name, timeout: options.timeout(defaultingTo: work.defaultTimeout),
             priorityRawValue: options.priority?.rawValue ?? 0, uniquenessPolicy: options.uniquenessPolicy,
-            onTimeout: options.onTimeout, work: work, claimedBy: queue)
+            onTimeout: options.onTimeout, notBefore: options.notBefore, lane: options.lane, work: work,
+            claimedBy: queue)
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -232,7 +265,7 @@ public final class AsyncTask: Sendable {
     /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default
     /// timeout, which most units have, is converted once (`components` divides 128-bit
     /// integers).
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
+    static func nanoseconds(_ duration: Duration) -> Int64 {
         duration == defaultTimeout ? defaultTimeoutNanoseconds : convert(duration)
     }
 
@@ -367,7 +400,8 @@ public final class AsyncTask: Sendable {
     var admission: QueueStateMachine<AsyncTask>.Admission {
         .init(
             member: self, name: name, policy: uniquenessPolicy, priority: priorityRawValue,
-            timeout: hasTimeout ? timeoutNanoseconds : nil)
+            timeout: hasTimeout ? timeoutNanoseconds : nil, delay: extras?.notBefore?.delayFromNow ?? 0,
+            lane: extras?.lane)
     }
 
     /// Its queue admitted it as `handle`: from now on the unit tells the queue when it
@@ -495,7 +529,7 @@ extension UnitState.Ending {
         for waiter in waiters {
             waiter.resume(with: outcome)
         }
-        if case .timedOut = outcome, let onTimeout = unit.onTimeout?.value {
+        if case .timedOut = outcome, let onTimeout = unit.extras?.onTimeout {
             // At the priority of the queue's timer: a pool busy with other units must not
             // hold back the one callback that reports a timeout.
             Task.detached(priority: .high) { await onTimeout(unit) }

@@ -30,13 +30,19 @@ final class ManualClock: Sendable {
 /// suspended, the highest priority, then the earliest to become ready), and, once the
 /// machine is quiet, that nothing startable was left waiting.
 struct ReferenceQueue {
-    enum Place { case ready, blocked, executing }
+    enum Place { case ready, blocked, executing, delayed }
 
     struct Unit {
         let id: Int
         let name: String?
         let rank: UInt8
         let timeout: Int64?
+        /// Its lane (`nil` for none, and for members of a sequential batch).
+        let lane: String?
+        /// Its start time; `.min` for none.
+        let startTime: Int64
+        /// `blocked` while its predecessor is live, whatever its start time; `delayed`
+        /// while it has none and its start time is to come.
         var place: Place
         var readySequence = 0
         var deadline = Int64.max
@@ -54,6 +60,8 @@ struct ReferenceQueue {
     var outcomes: [Int: AsyncTask.Outcome.Kind] = [:]
     var limit = Int.max
     var acceptsWork = true
+    /// The clock, as the machine's reads it.
+    var now: Int64 = 1_000
     var suspensions = 0
     var periods: UInt64 = 0
     var readySequences = 0
@@ -72,9 +80,11 @@ struct ReferenceQueue {
 
     // MARK: Events
 
-    /// Applies the policy and admits the member; `false` when it is dropped.
+    /// Applies the policy and admits the member; `false` when it is dropped. A member
+    /// of a lane waits behind the lane's last live member (the one nobody follows).
     mutating func admit(
-        id: Int, name: String?, policy: UniquenessPolicy, priority: UInt8, timeout: Int64?, behind: Int?
+        id: Int, name: String?, policy: UniquenessPolicy, priority: UInt8, timeout: Int64?, behind: Int?,
+        lane: String? = nil, delay: Int64 = 0
     ) -> Bool {
         guard acceptsWork else {
             owedRejections[id] = .cancelled
@@ -93,17 +103,40 @@ struct ReferenceQueue {
             }
         }
         if units.isEmpty { periods += 1 }
-        var unit = Unit(id: id, name: name, rank: Self.rank(priority), timeout: timeout, place: .ready)
+        let behind =
+            behind ?? lane.flatMap { lane in units.values.first { $0.lane == lane && $0.successor == nil }?.id }
+        let unit = Unit(
+            id: id, name: name, rank: Self.rank(priority), timeout: timeout, lane: lane,
+            startTime: delay > 0 ? now + delay : .min, place: .blocked)
+        units[id] = unit
         if let behind {
-            unit.place = .blocked
-            unit.predecessor = behind
+            units[id]!.predecessor = behind
             units[behind]!.successor = id
         } else {
-            readySequences += 1
-            unit.readySequence = readySequences
+            unblock(id)
         }
-        units[id] = unit
         return true
+    }
+
+    /// `id` has no predecessor (any more): ready, or delayed until its start time.
+    mutating func unblock(_ id: Int) {
+        units[id]!.predecessor = nil
+        if units[id]!.startTime > now {
+            units[id]!.place = .delayed
+        } else {
+            units[id]!.place = .ready
+            readySequences += 1
+            units[id]!.readySequence = readySequences
+        }
+    }
+
+    /// The clock moved: delayed members whose start time came are ready, earliest
+    /// first (ties in admission order).
+    mutating func startDue() {
+        let due = units.values.filter { $0.place == .delayed && $0.startTime <= now }
+        for unit in due.sorted(by: { ($0.startTime, $0.id) < ($1.startTime, $1.id) }) {
+            unblock(unit.id)
+        }
     }
 
     mutating func markEnding(_ id: Int, _ kind: AsyncTask.Outcome.Kind) {
@@ -185,10 +218,7 @@ struct ReferenceQueue {
             units[unit.predecessor!]!.successor = unit.successor
             if let successor = unit.successor { units[successor]!.predecessor = unit.predecessor }
         } else if let successor = unit.successor {
-            units[successor]!.predecessor = nil
-            units[successor]!.place = .ready
-            readySequences += 1
-            units[successor]!.readySequence = readySequences
+            unblock(successor)
         }
     }
 
@@ -320,21 +350,22 @@ struct MachineHarness {
         }
     }
 
-    /// Runs the drainer and due sleepers until the machine is quiet.
+    /// Runs due sleepers and the drainer until the machine is quiet. The sleeper goes
+    /// first: the reference lets start times and timeouts pass as the clock moves.
     mutating func settle() {
         while true {
-            if drainerPending {
-                var actions: Machine.Actions = []
-                if !machine.drain(actions: &actions) { drainerPending = false }
-                perform(actions)
-                continue
-            }
             if let due = sleeper, due.deadline <= clock.now {
                 var actions: Machine.Actions = []
                 let next = machine.deadlineReached(generation: due.generation, actions: &actions)
                 if sleeper?.generation == due.generation {
                     sleeper = next.map { ($0, due.generation) }
                 }
+                perform(actions)
+                continue
+            }
+            if drainerPending {
+                var actions: Machine.Actions = []
+                if !machine.drain(actions: &actions) { drainerPending = false }
                 perform(actions)
                 continue
             }
@@ -378,7 +409,7 @@ struct MachineHarness {
         }
         if !machine.isBusy {
             let footprint = machine.footprint
-            if footprint.readyEntries + footprint.deadlineEntries + footprint.names > 0 {
+            if footprint.readyEntries + footprint.deadlineEntries + footprint.names + footprint.lanes > 0 {
                 problems.append("an idle machine holds \(footprint)")
             }
         }
@@ -389,6 +420,7 @@ struct MachineHarness {
 @Suite("Queue state machine: model-based")
 struct QueueStateMachineModelTests {
     static let names = ["a", "b", "c"]
+    static let lanes = ["x", "y"]
 
     /// Random sequences of events applied to the machine and the reference; every
     /// step compares outcomes, start decisions, counts, names, busy / idle and what an
@@ -433,16 +465,20 @@ struct QueueStateMachineModelTests {
                     let timeout: Int64? =
                         rng.chance(40)
                         ? nil : rng.chance(10) ? rng.pick([0, -5]) : Int64.random(in: 1...50, using: &rng)
+                    let lane = rng.chance(30) ? rng.pick(lanes) : nil
+                    let delay = rng.chance(25) ? Int64.random(in: -5...40, using: &rng) : 0
                     description.append(
-                        "\(nextID)(\(name ?? "-"),\(policy),p\(priority),t\(timeout.map(String.init) ?? "-"))")
+                        "\(nextID)(\(name ?? "-"),\(policy),p\(priority),t\(timeout.map(String.init) ?? "-"),"
+                            + "l\(lane ?? "-"),d\(delay))")
+                    let inSequence = count > 1 && sequential
                     let admitted = harness.reference.admit(
                         id: nextID, name: name, policy: policy, priority: priority, timeout: timeout,
-                        behind: count > 1 && sequential ? previous : nil)
+                        behind: inSequence ? previous : nil, lane: inSequence ? nil : lane, delay: delay)
                     if admitted { previous = nextID }
                     admissions.append(
                         .init(
                             member: harness.member(nextID), name: name, policy: policy, priority: priority,
-                            timeout: timeout))
+                            timeout: timeout, delay: delay, lane: lane))
                 }
                 if count == 1 {
                     log.append("add \(description[0])")
@@ -473,7 +509,9 @@ struct QueueStateMachineModelTests {
                 let step = Int64.random(in: 0...30, using: &rng)
                 log.append("clock +\(step)")
                 harness.clock.advance(by: step)
+                harness.reference.now = harness.clock.now
                 harness.reference.timeOut(now: harness.clock.now)
+                harness.reference.startDue()
             case 60..<65:
                 log.append("cancelAll")
                 harness.reference.cancel { _ in true }

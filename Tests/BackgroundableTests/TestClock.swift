@@ -1,0 +1,59 @@
+import Synchronization
+
+@testable import Backgroundable
+
+/// The package's small test clock: time moves only when the test advances it, and a
+/// queue's sleeper wakes up then. A sleeper that starts sleeping after the clock
+/// passed its deadline returns at once, so a test never waits for the sleeper to be
+/// armed: it advances the clock, then waits for what the wake-up causes.
+final class TestClock: Sendable {
+    private struct State {
+        var now: Int64 = 1_000_000_000
+        var sleepers: [UInt64: (deadline: Int64, continuation: Continuation<Void>)] = [:]
+        var sleeperIDs: UInt64 = 0
+    }
+
+    private let state = Lock(State())
+
+    var now: Int64 { state.withLock { $0.now } }
+
+    /// The clock a queue reads and sleeps on.
+    var queueClock: QueueClock {
+        QueueClock(now: { self.now }, sleep: { await self.sleep(until: $0) })
+    }
+
+    /// Moves the clock and wakes up every sleeper whose deadline passed.
+    func advance(by duration: Duration) {
+        let due = state.withLock { state in
+            state.now += AsyncTask.nanoseconds(duration)
+            let due = state.sleepers.filter { $0.value.deadline <= state.now }
+            for id in due.keys { state.sleepers[id] = nil }
+            return due.values.map(\.continuation)
+        }
+        for continuation in due { continuation.resume() }
+    }
+
+    private func sleep(until deadline: Int64) async {
+        await waitCancellably(
+            register: { continuation in
+                state.withLock { state in
+                    guard deadline > state.now else { return nil }
+                    state.sleeperIDs += 1
+                    state.sleepers[state.sleeperIDs] = (deadline, continuation)
+                    return state.sleeperIDs
+                }
+            },
+            unregister: { id in self.state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume() })
+    }
+}
+
+/// A queue on `clock`, recording its background time.
+func makeQueue(
+    clock: TestClock, maxConcurrentTasks: Int? = nil
+) -> (BackgroundQueue, RecordingBackgroundTaskProvider) {
+    let provider = RecordingBackgroundTaskProvider()
+    let queue = BackgroundQueue(
+        label: "test", maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: provider,
+        expirationPolicy: .cancelAll, observers: [], measurer: nil, clock: clock.queueClock)
+    return (queue, provider)
+}
