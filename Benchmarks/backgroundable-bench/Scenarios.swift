@@ -128,6 +128,20 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             backgroundQueueEndToEnd(units: units, queue: BackgroundQueue(name: "bench", maxConcurrentTasks: 1))
         },
         Scenario(
+            id: "e2e.BackgroundQueue.lanes", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.3)
+        ) { units in
+            // N units over 64 lanes: each lane runs one at a time, the lanes in parallel.
+            let lanes = (0..<64).map { AsyncTask.Options(timeout: nil, lane: "account-\($0)") }
+            return backgroundQueueEndToEnd(units: units, options: { lanes[$0 % 64] })
+        },
+        Scenario(
+            id: "e2e.BackgroundQueue.delayed", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.3)
+        ) { units in
+            // N units whose start time has passed: the start-time path without the wait.
+            let past = AsyncTask.Options(timeout: nil, notBefore: .at(.now - .seconds(1)))
+            return backgroundQueueEndToEnd(units: units, options: { _ in past })
+        },
+        Scenario(
             id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit",
             baseline: ("e2e.OperationQueue.BlockOperation", 1.2)
         ) { units in
@@ -192,16 +206,27 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
 }
 
 /// First enqueue until the last unit's outcome, for no-op callback-style units.
+/// `units` units, each finishing at once; `options` (by index, chosen before the clock
+/// starts) replace the `timeout` when given.
 func backgroundQueueEndToEnd(
-    units: Int, timeout: Duration? = nil, queue: @autoclosure () -> BackgroundQueue = BackgroundQueue(name: "bench")
+    units: Int, timeout: Duration? = nil, queue: @autoclosure () -> BackgroundQueue = BackgroundQueue(name: "bench"),
+    options: ((Int) -> AsyncTask.Options)? = nil
 ) -> Double {
     let queue = queue()
+    let options = options.map { (0..<units).map($0) }
     let done = Countdown(units)
     let start = now()
-    for _ in 0..<units {
-        queue.add(timeout: timeout) { task in
-            task.finish()
-            done.arrive()
+    for index in 0..<units {
+        if let options {
+            queue.add(options[index]) { task in
+                task.finish()
+                done.arrive()
+            }
+        } else {
+            queue.add(timeout: timeout) { task in
+                task.finish()
+                done.arrive()
+            }
         }
     }
     done.wait()

@@ -157,6 +157,27 @@ private let scalingShapes: [Shape] = [
             queue.addSequence(groups[index])
         } / 4
     },
+    Shape(name: "lanes64") { units in
+        // Per-account order: 64 lanes, each a long chain of waiting units.
+        let lanes = (0..<64).map { AsyncTask.Options(timeout: nil, lane: "account-\($0)") }
+        return pendingThenRun(units: units) { queue, index in
+            queue.add(lanes[index % 64], noop)
+        }
+    },
+    Shape(name: "oneLane") { units in
+        let lane = AsyncTask.Options(timeout: nil, lane: "sync")
+        return pendingThenRun(units: units) { queue, _ in
+            queue.add(lane, noop)
+        }
+    },
+    Shape(name: "distinctStartTimes") { units in
+        // A start time per unit, 10 ns apart, all due within a few milliseconds: the
+        // start-time heap holds every unit, then the sleeper makes them ready.
+        let options = (0..<units).map { AsyncTask.Options(timeout: nil, notBefore: .after(.nanoseconds(10 * $0))) }
+        return pendingThenRun(units: units) { queue, index in
+            queue.add(options[index], noop)
+        }
+    },
     Shape(name: "replaceStormOneName") { units in
         pendingThenRun(units: units) { queue, _ in
             queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .replace, noop)

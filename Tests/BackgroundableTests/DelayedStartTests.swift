@@ -133,18 +133,6 @@ struct DelayedStartTests {
         #expect(await unit.outcome.kind == .finished)
     }
 
-    @Test func aDelayPassedOrNegativeMeansNoDelay() async {
-        let clock = TestClock()
-        let (queue, _) = makeQueue(clock: clock)
-        // Never advanced: these start only if they are not delayed.
-        let negative = queue.add(.init(notBefore: .after(.seconds(-5)))) { $0.finish() }
-        let zero = queue.add(.init(notBefore: .after(.zero))) { $0.finish() }
-        let past = queue.add(.init(notBefore: .at(.now - .seconds(1)))) { $0.finish() }
-        #expect(await negative.outcome.kind == .finished)
-        #expect(await zero.outcome.kind == .finished)
-        #expect(await past.outcome.kind == .finished)
-    }
-
     @Test func anAsyncBodyCanBeDelayedAndItsValueAwaited() async throws {
         let clock = TestClock()
         let (queue, _) = makeQueue(clock: clock)

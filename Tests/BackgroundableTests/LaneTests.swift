@@ -186,26 +186,6 @@ struct LaneTests {
         #expect(await later.outcome.kind == .finished)
     }
 
-    @Test func aSequenceIgnoresItsMembersLanes() async {
-        let (queue, _) = makeQueue()
-        let gate = Signal()
-        let order = Recorder<String>()
-        let blocker = gated(queue, lane: "l", "blocker", order: order, gate: gate)
-        // The sequence is a lane of its own: its members' lane "l" is ignored, so it
-        // does not wait for the blocker.
-        let members = (0..<3).map { index in
-            AsyncTask(.init(lane: "l")) { unit in
-                order.append("member \(index)")
-                unit.finish()
-            }
-        }
-        #expect(queue.addSequence(members) == 3)
-        for member in members { #expect(await member.outcome.kind == .finished) }
-        #expect(order.all == ["blocker", "member 0", "member 1", "member 2"])
-        gate.signal()
-        _ = await blocker.outcome
-    }
-
     @Test func anIdleQueueHoldsNoLanes() async {
         let (queue, _) = makeQueue()
         var units: [AsyncTask] = []

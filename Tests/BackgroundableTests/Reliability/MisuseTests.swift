@@ -294,6 +294,47 @@ struct MisuseTests {
         #expect(await bystander(on: queue).outcome.kind == .finished, "the queue moves on either way")
         _ = seen
     }
+    @Test func aNegativeDelayOrAPassedStartInstantMeansNoDelay() async {
+        let clock = TestClock()
+        let (queue, _) = makeQueue(clock: clock)
+        // The clock never moves: these start only if they are not delayed.
+        let negative = queue.add(.init(notBefore: .after(.seconds(-5)))) { $0.finish() }
+        let zero = queue.add(.init(notBefore: .after(.zero))) { $0.finish() }
+        let past = queue.add(.init(notBefore: .at(.now - .seconds(1)))) { $0.finish() }
+        #expect(await negative.outcome.kind == .finished)
+        #expect(await zero.outcome.kind == .finished)
+        #expect(await past.outcome.kind == .finished)
+        #expect(await bystander(on: queue).outcome.kind == .finished)
+    }
+
+    @Test func aLaneKeyOnASequenceMemberIsIgnored() async {
+        let (queue, _) = makeQueue()
+        let gate = Signal()
+        let order = Recorder<String>()
+        let blocker = queue.add(.init(timeout: nil, lane: "l")) { unit in
+            order.append("blocker")
+            Task {
+                await gate.wait()
+                unit.finish()
+            }
+        }
+        // The sequence is a lane of its own: it does not wait behind lane "l".
+        let members = (0..<3).map { index in
+            AsyncTask(.init(lane: "l")) { unit in
+                order.append("member \(index)")
+                unit.finish()
+            }
+        }
+        #expect(queue.addSequence(members) == 3)
+        for member in members { #expect(await member.outcome.kind == .finished) }
+        #expect(order.all == ["blocker", "member 0", "member 1", "member 2"])
+        #expect(members.allSatisfy { $0.lane == "l" })
+        // The key's lane goes on without them.
+        let next = queue.add(.init(lane: "l")) { $0.finish() }
+        gate.signal()
+        #expect(await blocker.outcome.kind == .finished)
+        #expect(await next.outcome.kind == .finished)
+    }
 }
 
 /// Wraps a provider; its expiration handler calls the queue's, then `afterExpiration`.

@@ -10,7 +10,7 @@ import Testing
 /// Each round drives three ``BackgroundQueue``s (limits 1, 2 and unbounded, each
 /// randomly with or without suspension) and one ``BackgroundOperationQueue`` with a
 /// random mix generated from a seed: adds with random names, policies, priorities and
-/// timeouts (ms), batches and sequential groups, `finish()` and `cancel()` from other
+/// timeouts (ms), lanes and start times, batches and sequential groups, `finish()` and `cancel()` from other
 /// threads at random moments, `cancelAll()`, suspend / resume (extra resumes included),
 /// Operation-bridge units (`BackgroundQueue.add(_ operation:)`, an `AsyncOperation`
 /// wrapped in a unit, `AsyncOperation`s on the operation queue). After every round it
@@ -286,7 +286,7 @@ private struct Round {
         await mainActorDeliveries()
         failures += Check(
             queues: queues, events: eventsByQueue, probes: shared.probes.all, units: shared.units.all,
-            groups: shared.groups.all,
+            groups: shared.groups.all, lanes: shared.lanes.all,
             operationQueue: operationQueue, operationDelegate: operationDelegate
         ).run()
         if ProcessInfo.processInfo.environment["BACKGROUNDABLE_STRESS_VERBOSE"] != nil {
@@ -345,6 +345,8 @@ private final class Shared: Sendable {
     /// Every unit with its probe; keeps the units alive, so identities stay unique.
     let units = Recorder<(AsyncTask, Probe)>()
     let groups = Recorder<[Probe]>()
+    /// Units added with a lane, in the order they were added: (queue, lane, probe).
+    let lanes = Recorder<(Int, String, Probe)>()
     let bodyStarts = Atomic<Int>(0)
     let ids = Atomic<Int>(0)
 }
@@ -392,8 +394,16 @@ private struct Driver {
             shared.groups.append(group.map(\.1))
             tested.queue.addSequence(group.map(\.0))
             for (unit, probe) in group { afterAdd(unit, probe, awaiters: awaiters) }
-        case 64..<72:
+        case 64..<68:
             addOperationToOperationQueue()
+        case 68..<72:
+            // Lanes and start times: not plain adds (they may start out of FIFO order).
+            let lane = rng.chance(70) ? rng.pick(Self.lanes) : nil
+            let delay: Duration? = rng.chance(50) ? .microseconds(Int.random(in: -100...3_000, using: &rng)) : nil
+            let (unit, probe) = makeUnit(queueIndex: queueIndex, plain: false, lane: lane, delay: delay)
+            if let lane { shared.lanes.append((queueIndex, lane, probe)) }
+            tested.queue.add(unit)
+            afterAdd(unit, probe, awaiters: awaiters)
         case 72..<80:
             // finish() / cancel() right here, on the driver thread.
             guard !live.isEmpty else { return }
@@ -450,6 +460,7 @@ private struct Driver {
     private mutating func nextID() -> Int { shared.ids.add(1, ordering: .relaxed).newValue }
 
     private static let names = ["a", "b", "c", "d", "", "e"]
+    private static let lanes = ["x", "y"]
 
     private mutating func randomName() -> String? {
         rng.chance(40) ? nil : rng.pick(Self.names)
@@ -460,8 +471,10 @@ private struct Driver {
     }
 
     /// A unit of one of ten shapes, registered with a probe that counts its body runs
-    /// and its endings.
-    private mutating func makeUnit(queueIndex: Int, plain: Bool) -> (AsyncTask, Probe) {
+    /// and its endings; in `lane` and delayed by `delay` when given.
+    private mutating func makeUnit(
+        queueIndex: Int, plain: Bool, lane: String? = nil, delay: Duration? = nil
+    ) -> (AsyncTask, Probe) {
         let shape = Int.random(in: 0..<100, using: &rng)
         let endsByItself = !(shape >= 90)  // shapes 90..<100 only end by timeout or cancellation
         var timeout: Duration?
@@ -481,22 +494,24 @@ private struct Driver {
             id: nextID(), queueIndex: queueIndex, order: order, priority: priority,
             nonPositiveTimeout: timeout.map { $0 <= .zero } ?? false)
         let name = randomName()
-        let policy = randomPolicy()
+        let options = AsyncTask.Options(
+            name: name, timeout: timeout, priority: priority, uniquenessPolicy: randomPolicy(),
+            notBefore: delay.map { .after($0) }, lane: lane)
         let counter = shared
         let unit: AsyncTask
         switch shape {
         case 0..<20:
-            unit = AsyncTask(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) { task in
+            unit = AsyncTask(options) { task in
                 probe.bodyRan(counter)
                 task.finish()
             }
         case 20..<35:
-            unit = AsyncTask(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) { task in
+            unit = AsyncTask(options) { task in
                 probe.bodyRan(counter)
                 DispatchQueue.global().async { task.finish() }
             }
         case 35..<42:
-            unit = AsyncTask(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) { task in
+            unit = AsyncTask(options) { task in
                 probe.bodyRan(counter)
                 DispatchQueue.global().async { task.finish() }
                 task.finish()
@@ -504,19 +519,19 @@ private struct Driver {
             }
         case 42..<60:
             unit =
-                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                AsyncTask.operation(options) {
                     probe.bodyRan(counter)
                     return probe.id
                 }.task
         case 60..<68:
             unit =
-                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                AsyncTask.operation(options) {
                     probe.bodyRan(counter)
                     throw TestError(code: probe.id)
                 }.task
         case 68..<78:
             unit =
-                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                AsyncTask.operation(options) {
                     probe.bodyRan(counter)
                     await Task.yield()
                     return probe.id
@@ -524,20 +539,20 @@ private struct Driver {
         case 78..<86:
             let operation = BlockOperation { probe.bodyRan(counter) }
             operation.name = name
-            unit = AsyncTask(operation: operation, timeout: timeout, priority: priority, uniquenessPolicy: policy)
+            unit = AsyncTask(operation: operation, options: options)
         case 86..<90:
             let operation = AsyncOperation(name: name) { operation in
                 probe.bodyRan(counter)
                 operation.finish()
             }
-            unit = AsyncTask(operation: operation, timeout: timeout, priority: priority, uniquenessPolicy: policy)
+            unit = AsyncTask(operation: operation, options: options)
         case 90..<95:
-            unit = AsyncTask(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) { _ in
+            unit = AsyncTask(options) { _ in
                 probe.bodyRan(counter)
             }
         default:
             unit =
-                AsyncTask.operation(name: name, timeout: timeout, priority: priority, uniquenessPolicy: policy) {
+                AsyncTask.operation(options) {
                     probe.bodyRan(counter)
                     await suspendUntilCancelled()
                 }.task
@@ -584,6 +599,7 @@ private struct Check {
     let probes: [Probe]
     let units: [(AsyncTask, Probe)]
     let groups: [[Probe]]
+    let lanes: [(Int, String, Probe)]
     let operationQueue: BackgroundOperationQueue
     let operationDelegate: RecordingOperationQueueDelegate
 
@@ -742,6 +758,16 @@ private struct Check {
                 if let start = started[ObjectIdentifier(next)], let end = ended[ObjectIdentifier(previous)], start < end
                 {
                     failures.append("\(label): a group member started before its predecessor ended")
+                }
+            }
+        }
+        // Lanes: a unit starts only after every unit added to its lane before it ended.
+        for lane in Set(lanes.map(\.1)) {
+            let units = lanes.filter { $0.0 == tested.index && $0.1 == lane }.compactMap { unitOfProbe[$0.2.id] }
+            for (index, next) in units.enumerated() {
+                guard let start = started[ObjectIdentifier(next)] else { continue }
+                for previous in units[..<index] where (ended[ObjectIdentifier(previous)] ?? .max) > start {
+                    failures.append("\(label): a unit of lane \(lane) started before an earlier one ended")
                 }
             }
         }
