@@ -84,3 +84,21 @@ nonisolated struct HTTPServer: Service {
 nonisolated let httpServer = HTTPServer()
 nonisolated let prometheusFactory: any MetricsFactory = NOOPMetricsHandler.instance
 nonisolated let otelTracer = NoOpTracer()
+
+// MARK: Accounts and documents
+
+nonisolated struct Account: Sendable {
+    var id = "account-1"
+}
+nonisolated struct Change: Sendable {
+    var id = 1
+}
+nonisolated let document = Document()
+nonisolated final class Document: Sendable {
+    let id = 1
+    func save() {}
+}
+
+nonisolated extension API {
+    func apply(_ change: Change, to account: Account) async throws {}
+}
