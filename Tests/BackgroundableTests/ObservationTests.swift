@@ -19,6 +19,7 @@ struct ObservationTests {
             case .ended(let task, let outcome): seen.append(task === unit ? "ended:\(outcome)" : "other")
             case .idle: seen.append("idle")
             case .backgroundTimeExpiring: seen.append("expiring")
+            case .retrying: seen.append("retrying")
             }
             if seen.last == "idle" { break }
         }

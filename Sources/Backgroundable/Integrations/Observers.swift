@@ -48,19 +48,20 @@ extension BackgroundQueue {
         /// Creates a queue whose metrics go to `metricsFactory` instead of the one
         /// `MetricsSystem` was bootstrapped with (the `Metrics` trait): a backend of its
         /// own, or a test's. The other parameters are those of
-        /// ``init(name:maxConcurrentTasks:backgroundTaskProvider:expirationPolicy:)``.
+        /// ``init(name:maxConcurrentTasks:backgroundTaskProvider:expirationPolicy:retryPolicy:)``.
         public init(
             name: String? = nil,
             maxConcurrentTasks: Int? = nil,
             backgroundTaskProvider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
             expirationPolicy: ExpirationPolicy = .cancelAll,
+            retryPolicy: RetryPolicy? = nil,
             metricsFactory: any MetricsFactory
         ) {
             let label = name ?? "Backgroundable.BackgroundQueue"
             self.init(
                 label: label, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
                 expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label),
-                measurer: QueueMetrics(queue: label, factory: metricsFactory))
+                measurer: QueueMetrics(queue: label, factory: metricsFactory), retryPolicy: retryPolicy)
         }
     }
 #endif

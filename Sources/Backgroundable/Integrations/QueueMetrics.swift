@@ -16,7 +16,7 @@
     ///
     /// A queue created while no metrics backend is bootstrapped
     /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing, unless it was
-    /// given a factory of its own (``BackgroundQueue/init(name:maxConcurrentTasks:backgroundTaskProvider:expirationPolicy:metricsFactory:)``).
+    /// given a factory of its own (``BackgroundQueue/init(name:maxConcurrentTasks:backgroundTaskProvider:expirationPolicy:retryPolicy:metricsFactory:)``).
     final class QueueMetrics: QueueMeasurer {
         private let enqueued: Gauge
         private let executing: Gauge

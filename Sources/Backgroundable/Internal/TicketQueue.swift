@@ -70,6 +70,8 @@ struct DeadlineHeap {
         var deadline: Int64
         var slot: Int32
         var ticket: UInt64
+        /// The member's attempt the deadline belongs to (start times: unused).
+        var attempt: UInt8 = 0
 
         func precedes(_ other: Entry) -> Bool {
             (deadline, ticket) < (other.deadline, other.ticket)

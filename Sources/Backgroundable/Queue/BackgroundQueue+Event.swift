@@ -11,6 +11,9 @@ extension BackgroundQueue {
         case started(AsyncTask)
         /// A live unit reached its outcome, or an arriving unit was dropped.
         case ended(AsyncTask, AsyncTask.Outcome)
+        /// Attempt `attempt` of a unit with a ``RetryPolicy`` failed with `error`; the
+        /// unit waits `delay` (holding no slot), then starts again (a new `started`).
+        case retrying(AsyncTask, attempt: Int, error: any Error, delay: Duration)
         /// The background time the queue held expired; the expiration policy is applied next.
         case backgroundTimeExpiring
     }

@@ -44,22 +44,25 @@ public actor BackgroundQueue {
     ///     holds while it is busy.
     ///   - expirationPolicy: What happens to the queue's work when that background time
     ///     expires.
+    ///   - retryPolicy: The ``RetryPolicy`` of the units that have none of their own
+    ///     (``AsyncTask/Options/retry``); `nil` for no retries.
     public init(
         name: String? = nil,
         maxConcurrentTasks: Int? = nil,
         backgroundTaskProvider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make(),
-        expirationPolicy: ExpirationPolicy = .cancelAll
+        expirationPolicy: ExpirationPolicy = .cancelAll,
+        retryPolicy: RetryPolicy? = nil
     ) {
         let label = name ?? "Backgroundable.BackgroundQueue"
         self.init(
             label: label, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
             expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label),
-            measurer: Self.measurer(forQueueNamed: label))
+            measurer: Self.measurer(forQueueNamed: label), retryPolicy: retryPolicy)
     }
 
     /// The one designated initializer: `observers` and `measurer` are the tracing and the
     /// metrics of the traits that are on (see ``QueueObserver`` and ``QueueMeasurer``);
-    /// tests inject the `clock` of start times and timeouts.
+    /// tests inject the `clock` of start times, timeouts and retries.
     init(
         label: String,
         maxConcurrentTasks: Int?,
@@ -67,7 +70,8 @@ public actor BackgroundQueue {
         expirationPolicy: ExpirationPolicy,
         observers: [any QueueObserver<AsyncTask>],
         measurer: (any QueueMeasurer)?,
-        clock: QueueClock = .continuous
+        clock: QueueClock = .continuous,
+        retryPolicy: RetryPolicy? = nil
     ) {
         core = QueueCore(
             label: label,
@@ -76,7 +80,8 @@ public actor BackgroundQueue {
             expirationPolicy: expirationPolicy,
             observers: observers,
             measurer: measurer,
-            clock: clock
+            clock: clock,
+            defaultRetryPolicy: retryPolicy
         )
         core.front = self
     }

@@ -158,6 +158,9 @@ struct QueueStateMachine<Member: AnyObject> {
         /// `memory.BackgroundQueue.pendingUnit` under its 256-byte target.)
         var nameGroup: Int32 = -1
         var priority: UInt8 = 0
+        /// Its attempts so far, wrapping (see ``memberRetrying(_:after:_:actions:)``):
+        /// tells the deadline of its current attempt from an earlier one's.
+        var attempt: UInt8 = 0
         var place = Place.ready
         /// The queue asked for it to end; its real end is on its way.
         var isEnding = false
@@ -542,6 +545,7 @@ struct QueueStateMachine<Member: AnyObject> {
         readyCount -= 1
         executingCount += 1
         records[Int(slot)].place = .executing
+        records[Int(slot)].attempt &+= 1
         armDeadline(slot, actions: &actions)
         emit(.started(member), actions: &actions)
         actions.append(.start(member))
@@ -553,7 +557,8 @@ struct QueueStateMachine<Member: AnyObject> {
         guard timeout > 0 else { return }
         let (deadline, overflow) = now().addingReportingOverflow(timeout)
         let entry = DeadlineHeap.Entry(
-            deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket)
+            deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket,
+            attempt: records[Int(slot)].attempt)
         deadlines.insert(entry)
         timedCount += 1
         wakeSleeper(at: entry.deadline, actions: &actions)
@@ -686,6 +691,35 @@ struct QueueStateMachine<Member: AnyObject> {
         removeFromName(slot)
     }
 
+    /// An executing member failed an attempt and will make another one after `delay`
+    /// nanoseconds: it frees its slot and waits, live, like a delayed member (then ready,
+    /// by priority and first come, first served). Listeners hear `retry`. `false` when
+    /// the queue does not hold it as executing (its end is on its way): nothing happens.
+    ///
+    /// Its next start arms a new deadline; the current attempt's stays in the heap until
+    /// due, told apart by the attempt number. That number wraps at 256, which policies
+    /// cannot reach (``RetryPolicy/attemptLimit``), so an earlier attempt's deadline
+    /// never ends a later attempt.
+    mutating func memberRetrying(
+        _ handle: Handle, after delay: Int64, _ retry: RetryNote, actions: inout Actions
+    ) -> Bool {
+        guard let slot = slot(of: handle), records[Int(slot)].place == .executing, !records[Int(slot)].isEnding
+        else { return false }
+        executingCount -= 1
+        if records[Int(slot)].timeout > 0 { timedCount -= 1 }
+        enqueuedCount += 1
+        if delay > 0 {
+            records[Int(slot)].place = .delayed
+            waitForStartTime(slot, ContinuousNanoseconds.deadline(after: now(), delay), actions: &actions)
+        } else {
+            makeReady(slot)
+        }
+        let member = records[Int(slot)].member!
+        emit(.retrying(member, retry), actions: &actions)
+        startReady(inline: 1, actions: &actions)
+        return true
+    }
+
     /// Ends every live member (waiting and executing) with ``AsyncTask/Outcome/cancelled``.
     mutating func cancelAll(actions: inout Actions) {
         cancel(actions: &actions) { _ in true }
@@ -757,7 +791,7 @@ struct QueueStateMachine<Member: AnyObject> {
     private static func isExecuting(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
         let index = Int(entry.slot)
         return records[index].ticket == entry.ticket && records[index].place == .executing
-            && !records[index].isEnding
+            && records[index].attempt == entry.attempt && !records[index].isEnding
     }
 
     private func isDelayed(_ entry: DeadlineHeap.Entry) -> Bool {
@@ -989,7 +1023,17 @@ enum QueueEvent<Member> {
     case enqueued(Member)
     case started(Member)
     case ended(Member, AsyncTask.Outcome)
+    /// An attempt failed; another one follows.
+    case retrying(Member, RetryNote)
     case backgroundTimeExpiring
+}
+
+/// What listeners hear of a failed attempt: its number, its error, and the wait before
+/// the next one.
+struct RetryNote: Sendable {
+    let attempt: Int
+    let error: any Error
+    let delay: Duration
 }
 
 extension QueueEvent: Sendable where Member: Sendable {}
@@ -1000,6 +1044,7 @@ extension QueueEvent {
         case .enqueued: .enqueued
         case .started: .started
         case .ended: .ended
+        case .retrying: .retrying
         case .backgroundTimeExpiring: .backgroundTimeExpiring
         }
     }
@@ -1015,7 +1060,8 @@ struct ObservedEvents: OptionSet, Sendable {
     static let started = Self(rawValue: 1 << 1)
     static let ended = Self(rawValue: 1 << 2)
     static let backgroundTimeExpiring = Self(rawValue: 1 << 3)
-    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring]
+    static let retrying = Self(rawValue: 1 << 4)
+    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring, .retrying]
 }
 
 /// What happened to one member, for ``QueueMember/publicEvent(_:)``.
@@ -1023,4 +1069,5 @@ enum MemberEvent: Sendable {
     case enqueued
     case started
     case ended(AsyncTask.Outcome)
+    case retrying(RetryNote)
 }

@@ -59,6 +59,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     let observerEvents: ObservedEvents
     /// What the sleeper sleeps on (the machine reads the same clock's `now`).
     let clock: QueueClock
+    /// The retry policy of members that have none of their own.
+    let defaultRetryPolicy: RetryPolicy?
 
     init(
         label: String,
@@ -68,9 +70,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         reportsBusyPeriods: Bool = true,
         observers: [any QueueObserver<Member>] = [],
         measurer: (any QueueMeasurer)? = nil,
-        clock: QueueClock = .continuous
+        clock: QueueClock = .continuous,
+        defaultRetryPolicy: RetryPolicy? = nil
     ) {
         self.clock = clock
+        self.defaultRetryPolicy = defaultRetryPolicy
         self.label = label
         self.provider = provider
         self.expirationPolicy = expirationPolicy
@@ -162,6 +166,16 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// that names nothing any more is ignored.
     func memberEnded(_ handle: Machine.Handle, _ outcome: AsyncTask.Outcome) {
         transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
+    }
+
+    /// A member failed an attempt and makes another one after `delay`; see
+    /// ``QueueStateMachine/memberRetrying(_:after:_:actions:)``.
+    @discardableResult
+    func memberRetrying(_ handle: Machine.Handle, after delay: Duration, _ retry: RetryNote) -> Bool {
+        let nanoseconds = AsyncTask.nanoseconds(delay)
+        return transition { machine, actions in
+            machine.memberRetrying(handle, after: nanoseconds, retry, actions: &actions)
+        }
     }
 
     /// A member reached its outcome but its front end still holds it; see
@@ -292,6 +306,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         case .enqueued(let member): member.publicEvent(.enqueued)
         case .started(let member): member.publicEvent(.started)
         case .ended(let member, let outcome): member.publicEvent(.ended(outcome))
+        case .retrying(let member, let retry): member.publicEvent(.retrying(retry))
         case .backgroundTimeExpiring: .backgroundTimeExpiring
         }
     }

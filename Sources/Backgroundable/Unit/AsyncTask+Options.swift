@@ -1,6 +1,7 @@
 extension AsyncTask {
     /// The settings of a unit, as one value to keep and reuse: its name, timeout,
-    /// priority, uniqueness policy, start time, lane and `onTimeout` callback.
+    /// priority, uniqueness policy, start time, lane, retry policy and `onTimeout`
+    /// callback.
     ///
     /// Every entry point that creates a unit takes one —
     /// ``BackgroundQueue/add(_:_:)``, ``BackgroundQueue/addTask(_:_:)``,
@@ -30,6 +31,10 @@ extension AsyncTask {
         /// name deduplicates. Ignored for the members of ``BackgroundQueue/addSequence(_:)``,
         /// which are a lane of their own.
         public var lane: String?
+        /// What happens when the unit's async body throws (see ``RetryPolicy``); `nil`
+        /// for its queue's default (none unless the queue sets one). A callback-style
+        /// unit has no error to retry on: it ignores this.
+        public var retry: RetryPolicy?
         /// Runs exactly once, after the outcome became ``Outcome/timedOut``, in a task of
         /// its own: off every actor, or on the one it is isolated to
         /// (`{ @MainActor task in … }`).
@@ -46,6 +51,7 @@ extension AsyncTask {
             uniquenessPolicy: UniquenessPolicy = .ignore,
             notBefore: StartTime? = nil,
             lane: String? = nil,
+            retry: RetryPolicy? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {
             self.name = name
@@ -53,6 +59,7 @@ extension AsyncTask {
             self.uniquenessPolicy = uniquenessPolicy
             self.notBefore = notBefore
             self.lane = lane
+            self.retry = retry
             self.onTimeout = onTimeout
         }
 
@@ -65,11 +72,12 @@ extension AsyncTask {
             uniquenessPolicy: UniquenessPolicy = .ignore,
             notBefore: StartTime? = nil,
             lane: String? = nil,
+            retry: RetryPolicy? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {
             self.init(
                 name: name, priority: priority, uniquenessPolicy: uniquenessPolicy, notBefore: notBefore, lane: lane,
-                onTimeout: onTimeout)
+                retry: retry, onTimeout: onTimeout)
             self.chosenTimeout = .some(timeout)
         }
 

@@ -88,9 +88,9 @@ public final class AsyncTask: Sendable {
     let timeoutNanoseconds: Int64
     var hasTimeout: Bool { timeoutNanoseconds != .min }
 
-    /// The settings few units have (`onTimeout`, a start time, a lane), boxed: inline
-    /// they would take 40 bytes in every unit, and `memory.BackgroundQueue.pendingUnit`
-    /// has 8 to spare.
+    /// The settings few units have (`onTimeout`, a start time, a lane, a retry policy),
+    /// boxed: inline they would take more than 60 bytes in every unit, and
+    /// `memory.BackgroundQueue.pendingUnit` has 8 to spare.
     let extras: Extras?
     let state: Lock<UnitState>
 
@@ -99,21 +99,25 @@ public final class AsyncTask: Sendable {
         let onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?
         let notBefore: StartTime?
         let lane: String?
+        let retry: RetryPolicy?
 
         /// `nil` when none is set.
         static func make(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
+            retry: RetryPolicy?
         ) -> Extras? {
-            guard onTimeout != nil || notBefore != nil || lane != nil else { return nil }
-            return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane)
+            guard onTimeout != nil || notBefore != nil || lane != nil || retry != nil else { return nil }
+            return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
         }
 
         private init(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
+            retry: RetryPolicy?
         ) {
             self.onTimeout = onTimeout
             self.notBefore = notBefore
             self.lane = lane
+            self.retry = retry
         }
     }
 
@@ -122,6 +126,18 @@ public final class AsyncTask: Sendable {
     /// The unit's lane: units with the same lane run one at a time, in the order they
     /// were added; `nil` for none.
     public var lane: String? { extras?.lane }
+    /// The unit's own retry policy; `nil` when it takes its queue's default.
+    public var retryPolicy: RetryPolicy? { extras?.retry }
+
+    /// How many times the unit's work started: 0 until it starts (and for a unit that
+    /// never ran), 1 for a unit that ran once, more for a retried one (see
+    /// ``RetryPolicy``). Safe to read from any thread.
+    public var attempts: Int { state.withLock { $0.attempts } }
+
+    /// The error of the unit's last failed attempt: the error of a
+    /// ``Outcome/failed(_:)`` outcome, or, for a retried unit stopped between or during
+    /// later attempts, the last error it retried after. `nil` when no attempt failed.
+    public var lastError: (any Error)? { state.withLock { $0.lastError } }
 
     /// What a queue does when a live unit already has this unit's name.
     public let uniquenessPolicy: UniquenessPolicy
@@ -160,6 +176,7 @@ public final class AsyncTask: Sendable {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
         notBefore: StartTime? = nil,
         lane: String? = nil,
+        retry: RetryPolicy? = nil,
         work: consuming sending Work,
         claimedBy queue: borrowing QueueCore? = nil
     ) {
@@ -167,7 +184,7 @@ public final class AsyncTask: Sendable {
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
-        self.extras = Extras.make(onTimeout: onTimeout, notBefore: notBefore, lane: lane)
+        self.extras = Extras.make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
         self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
@@ -176,8 +193,8 @@ public final class AsyncTask: Sendable {
         self.init(
             name: options.name, timeout: options.timeout(defaultingTo: work.defaultTimeout),
             priorityRawValue: options.priority?.rawValue ?? 0, uniquenessPolicy: options.uniquenessPolicy,
-            onTimeout: options.onTimeout, notBefore: options.notBefore, lane: options.lane, work: work,
-            claimedBy: queue)
+            onTimeout: options.onTimeout, notBefore: options.notBefore, lane: options.lane, retry: options.retry,
+            work: work, claimedBy: queue)
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -390,7 +407,7 @@ public final class AsyncTask: Sendable {
     /// `nil` when `finish()` ended the unit before its body returned.
     var returnedValue: Boxed<any Sendable>? {
         state.withLock {
-            if case .ended(_, let value) = $0.phase { value } else { nil }
+            if case .ended(_, let value, _) = $0.phase { value } else { nil }
         }
     }
 
@@ -466,14 +483,59 @@ public final class AsyncTask: Sendable {
                 }
             }
         case .operation(let body):
-            do {
-                end(.finished, value: Boxed(try await body()))
-            } catch {
-                end(.failed(error))
+            var attempt = 1
+            while true {
+                do {
+                    end(.finished, value: Boxed(try await body()))
+                    return
+                } catch {
+                    guard let delay = retryDelay(after: error, attempt: attempt),
+                        await waitToRetry(after: error, delay: delay)
+                    else {
+                        // Also when the unit ended meanwhile: then this is a no-op.
+                        end(.failed(error))
+                        return
+                    }
+                    attempt += 1
+                }
             }
         case .external:
             break  // Never launched: external work is run by its front end.
         }
+    }
+}
+
+extension AsyncTask {
+    /// The wait before the attempt after `attempt`, which failed with `error`; `nil` for
+    /// no retry: no policy (the unit's, else its queue's), none left, an error the
+    /// policy does not retry, or the unit is being cancelled.
+    private func retryDelay(after error: any Error, attempt: Int) -> Duration? {
+        guard !Task.isCancelled else { return nil }
+        let policy = extras?.retry ?? state.withLock { $0.owner?.queue.defaultRetryPolicy }
+        return policy?.delay(after: error, attempt: attempt)
+    }
+
+    /// Suspends the unit's `Task` between two attempts: `true` when the next attempt
+    /// runs, `false` when the unit ended meanwhile. Its queue holds it as waiting for
+    /// `delay` and starts it again like any ready unit, which resumes the `Task`; a unit
+    /// no queue holds (started by its front end) waits the delay itself.
+    private func waitToRetry(after error: any Error, delay: Duration) async -> Bool {
+        var waitsItself = false
+        // Resumed exactly once: here when the unit has ended or waits by itself, else by
+        // whichever of the queue's next start and the unit's end takes it out of the state.
+        await withContinuation { (parked: Continuation<Void>) in
+            switch state.withLock({ $0.beginRetry(after: error, parked: parked) }) {
+            case .queue(let queue, let handle, let attempt):
+                queue.memberRetrying(handle, after: delay, RetryNote(attempt: attempt, error: error, delay: delay))
+            case .itself:
+                waitsItself = true
+                parked.resume()
+            case nil:
+                parked.resume()
+            }
+        }
+        if waitsItself { try? await Task.sleep(for: delay) }
+        return state.withLock { $0.resumeAttempt() }
     }
 }
 
@@ -484,8 +546,10 @@ extension AsyncTask: QueueMember {
 
     /// The queue started the unit: it moves to launching and gets its `Task`.
     func startFromQueue() {
-        if state.withLock({ $0.launch() }) {
-            launchTask()
+        switch state.withLock({ $0.launch() }) {
+        case .task: launchTask()
+        case .nextAttempt(let parked): parked.resume()
+        case nil: break
         }
     }
 
@@ -498,6 +562,7 @@ extension AsyncTask: QueueMember {
         case .enqueued: .enqueued(self)
         case .started: .started(self)
         case .ended(let outcome): .ended(self, outcome)
+        case .retrying(let retry): .retrying(self, attempt: retry.attempt, error: retry.error, delay: retry.delay)
         }
     }
 }

@@ -3,6 +3,9 @@
 ///
 /// created → enqueued (claimed by exactly one queue) → launching (the queue started
 /// it; its wrapping `Task` has not taken the work yet) → executing → ended(outcome).
+/// An async body that throws and has a ``RetryPolicy`` goes executing → retrying (its
+/// `Task` suspended, its queue holding it as waiting) → executing again, as often as
+/// the policy allows.
 /// A front end that runs a unit on its own thread (the Operation bridge) goes through
 /// the same transitions in one step (``startHere(byItsFrontEnd:)``).
 ///
@@ -16,9 +19,28 @@ struct UnitState {
         /// context of its own: it captures only the unit. `task` once attached.
         case launching(AsyncTask.Work, task: Task<Void, Never>?)
         case executing(task: Task<Void, Never>?, Body)
+        /// Between two attempts of an async body: `parked` is the continuation its `Task`
+        /// waits on until the queue starts it again; `nil` once the queue did (or when no
+        /// queue holds the unit, and its `Task` waits by itself).
+        case retrying(task: Task<Void, Never>?, AttemptRecord, parked: Continuation<Void>?)
         /// `value` is what an async-style body returned. Boxed: inline, the existential
         /// would make the phase larger and every copy of it a runtime call.
-        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
+        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?, Attempts)
+    }
+
+    /// How many attempts a unit made, kept with its outcome: one word, and no
+    /// allocation unless it was retried.
+    enum Attempts {
+        case none, one
+        case more(AttemptRecord)
+
+        var count: Int {
+            switch self {
+            case .none: 0
+            case .one: 1
+            case .more(let record): record.count
+            }
+        }
     }
 
     /// What an executing unit's work is doing.
@@ -30,6 +52,8 @@ struct UnitState {
         /// bit set), so that the body awaiting its own unit is recognised instead of
         /// waiting forever.
         case operation(taskID: Int)
+        /// An async body's attempt after the first (`record.count` is its number).
+        case retried(AttemptRecord)
         /// Work its front end runs (an ``AsyncOperation``'s closure).
         case external
     }
@@ -80,7 +104,27 @@ struct UnitState {
     }
 
     var outcome: AsyncTask.Outcome? {
-        if case .ended(let outcome, _) = phase { outcome } else { nil }
+        if case .ended(let outcome, _, _) = phase { outcome } else { nil }
+    }
+
+    /// The attempts started so far (see ``AsyncTask/attempts``).
+    var attempts: Int {
+        switch phase {
+        case .created, .enqueued, .launching: 0
+        case .executing(_, .retried(let record)), .retrying(_, let record, _): record.count
+        case .executing: 1
+        case .ended(_, _, let attempts): attempts.count
+        }
+    }
+
+    /// The error of the last failed attempt, if one failed.
+    var lastError: (any Error)? {
+        switch phase {
+        case .ended(.failed(let error), _, _): error
+        case .executing(_, .retried(let record)), .retrying(_, let record, _), .ended(_, _, .more(let record)):
+            record.lastError
+        default: nil
+        }
     }
 
     /// `outcome != nil`, reading only the phase's case: no copy of its payload.
@@ -91,7 +135,7 @@ struct UnitState {
     /// The wrapping `Task` while the unit is launching or executing.
     var runningTask: Task<Void, Never>? {
         switch phase {
-        case .launching(_, let task), .executing(let task, _): task
+        case .launching(_, let task), .executing(let task, _), .retrying(let task, _, _): task
         default: nil
         }
     }
@@ -124,11 +168,63 @@ struct UnitState {
         return nil
     }
 
-    /// enqueued → launching: the caller creates the wrapping `Task`. `false` when the
-    /// unit has ended.
-    mutating func launch() -> Bool {
-        guard case .enqueued(let work) = phase else { return false }
-        phase = .launching(work, task: nil)
+    /// What the queue's start means for a unit.
+    enum Launch {
+        /// enqueued → launching: create the wrapping `Task`, which takes the work.
+        case task
+        /// A retrying unit's next attempt: resume its parked `Task`.
+        case nextAttempt(Continuation<Void>)
+    }
+
+    /// The queue started the unit; `nil` when it has ended.
+    mutating func launch() -> Launch? {
+        switch phase {
+        case .enqueued(let work):
+            phase = .launching(work, task: nil)
+            return .task
+        case .retrying(let task, let record, let parked?):
+            phase = .retrying(task: task, record, parked: nil)
+            return .nextAttempt(parked)
+        default:
+            return nil
+        }
+    }
+
+    /// Where a retrying unit's `Task` waits for its next attempt.
+    enum RetryWait {
+        /// Its queue starts it again: tell it (``QueueStorage/memberRetrying(_:after:_:)``).
+        case queue(QueueCore, QueueCore.Machine.Handle, attempt: Int)
+        /// No queue holds it: its `Task` waits the delay itself.
+        case itself
+    }
+
+    /// executing → retrying, after attempt `error` failed, for the unit's `Task`, which
+    /// then waits on `parked` (resumed when its queue starts it again, or when it ends).
+    /// `nil` when the unit has ended: the caller resumes `parked` itself. With no queue
+    /// (``RetryWait/itself``) `parked` is not kept: the caller resumes it too.
+    mutating func beginRetry(after error: any Error, parked: Continuation<Void>) -> RetryWait? {
+        let record: AttemptRecord
+        switch phase {
+        case .executing(let task, .operation(let taskID)):
+            record = AttemptRecord(count: 1, lastError: error, taskID: taskID)
+            phase = .retrying(task: task, record, parked: nil)
+        case .executing(let task, .retried(let current)):
+            record = AttemptRecord(count: current.count, lastError: error, taskID: current.taskID)
+            phase = .retrying(task: task, record, parked: nil)
+        default:
+            return nil
+        }
+        guard let owner, owner.isAdmitted else { return .itself }
+        phase = .retrying(task: runningTask, record, parked: parked)
+        return .queue(owner.queue, owner.handle, attempt: record.count)
+    }
+
+    /// retrying → executing, for the `Task` its queue (or its own wait) resumed: `false`
+    /// when the unit ended meanwhile (the next attempt never runs).
+    mutating func resumeAttempt() -> Bool {
+        guard case .retrying(let task, let record, nil) = phase else { return false }
+        let next = AttemptRecord(count: record.count + 1, lastError: record.lastError, taskID: record.taskID)
+        phase = .executing(task: task, .retried(next))
         return true
     }
 
@@ -140,6 +236,8 @@ struct UnitState {
             phase = .launching(work, task: task)
         case .executing(nil, let body):
             phase = .executing(task: task, body)
+        case .retrying(nil, let record, let parked):
+            phase = .retrying(task: task, record, parked: parked)
         default:
             return false
         }
@@ -183,8 +281,11 @@ struct UnitState {
 
     /// `true` while an async body runs in the task `taskID` identifies.
     func isRunningBody(in taskID: Int) -> Bool {
-        guard case .executing(_, .operation(let runningID)) = phase else { return false }
-        return runningID == taskID
+        switch phase {
+        case .executing(_, .operation(let runningID)): runningID == taskID
+        case .executing(_, .retried(let record)): record.taskID == taskID
+        default: false
+        }
     }
 
     /// Parks a callback-style body until the unit ends. `false` when it has already
@@ -218,6 +319,7 @@ struct UnitState {
     mutating func end(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil) -> Ending? {
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
+        var attempts = Attempts.none
         switch (phase, outcome.kind) {
         case (.ended, _):
             return nil
@@ -230,12 +332,25 @@ struct UnitState {
             (.launching(_, let runningTask), .timedOut):
             task = runningTask
         case (.executing(let runningTask, let body), let kind) where kind != .dropped:
-            if case .callback(let parked) = body { parkedBody = parked }
+            switch body {
+            case .callback(let parked):
+                parkedBody = parked
+                attempts = .one
+            case .retried(let record): attempts = .more(record)
+            case .operation, .external: attempts = .one
+            }
             if outcome.isCancellation { task = runningTask }
+        case (.retrying(let runningTask, let record, let parked), .cancelled),
+            (.retrying(let runningTask, let record, let parked), .replaced),
+            (.retrying(let runningTask, let record, let parked), .timedOut):
+            // Between attempts (or restarted, its `Task` not resumed yet): no next attempt.
+            task = runningTask
+            parkedBody = parked
+            attempts = .more(record)
         default:
             return nil
         }
-        phase = .ended(outcome, value: value)
+        phase = .ended(outcome, value: value, attempts)
         let waiters = self.waiters
         self.waiters = []
         return Ending(
@@ -301,4 +416,19 @@ extension QueueStateMachine.Handle {
 protocol UnitObserver: AnyObject, Sendable {
     /// Called at most once, on the thread that ended the unit, outside every lock.
     func unitEnded(_ outcome: AsyncTask.Outcome)
+}
+
+/// The attempts of a retried unit so far: how many started, and the error of the last
+/// one that failed. Immutable: each retry makes a new one.
+final class AttemptRecord: Sendable {
+    let count: Int
+    let lastError: any Error
+    /// Identifies the unit's `Task` (see ``UnitState/Body/operation(taskID:)``).
+    let taskID: Int
+
+    init(count: Int, lastError: any Error, taskID: Int) {
+        self.count = count
+        self.lastError = lastError
+        self.taskID = taskID
+    }
 }

@@ -169,7 +169,7 @@ struct CoreRegressionTests {
         let queue = BackgroundQueue()
         var state = UnitState(work: .callback { _ in Issue.record("the work ran") })
         let claimed = state.claim(by: queue.core)
-        let launched = state.launch()
+        let launched = state.launch() != nil
         #expect(claimed && launched && !state.isExecuting)
         let ending = state.finish()
         #expect(ending?.outcome.kind == .cancelled)

@@ -39,8 +39,8 @@ struct ReferenceQueue {
         let timeout: Int64?
         /// Its lane (`nil` for none, and for members of a sequential batch).
         let lane: String?
-        /// Its start time; `.min` for none.
-        let startTime: Int64
+        /// Its start time; `.min` for none. A retry sets a new one.
+        var startTime: Int64
         /// `blocked` while its predecessor is live, whatever its start time; `delayed`
         /// while it has none and its start time is to come.
         var place: Place
@@ -128,6 +128,14 @@ struct ReferenceQueue {
             readySequences += 1
             units[id]!.readySequence = readySequences
         }
+    }
+
+    /// Executing `id` failed an attempt and retries `delay` from now: it waits like a
+    /// delayed member (or is ready at once), its slot free.
+    mutating func retry(_ id: Int, delay: Int64) {
+        units[id]!.deadline = .max
+        units[id]!.startTime = delay > 0 ? now + delay : .min
+        unblock(id)
     }
 
     /// The clock moved: delayed members whose start time came are ready, earliest
@@ -324,6 +332,20 @@ struct MachineHarness {
         transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
     }
 
+    /// Executing `id` failed an attempt and retries after `delay`, as a unit's `Task`
+    /// tells its queue.
+    mutating func retry(_ id: Int, delay: Int64) {
+        executing.remove(id)
+        reference.retry(id, delay: delay)
+        let note = RetryNote(attempt: 1, error: TestError(code: id), delay: .nanoseconds(delay))
+        var retried = false
+        let handle = handles[id]!
+        transition { machine, actions in
+            retried = machine.memberRetrying(handle, after: delay, note, actions: &actions)
+        }
+        if !retried { reference.problems.append("retry of executing \(id) refused") }
+    }
+
     /// The add returned `handle` for `id`, as the storage attaches a unit's owner.
     mutating func attach(_ id: Int, _ handle: QueueStateMachine<ModelMember>.Handle) {
         handles[id] = handle
@@ -493,7 +515,16 @@ struct QueueStateMachineModelTests {
                     }
                     for (member, handle) in admitted { harness.attach(member.id, handle) }
                 }
-            case 30..<45:
+            case 30..<38:
+                // An executing member fails an attempt and retries.
+                guard
+                    let unit = harness.reference.units.values.sorted(by: { $0.id < $1.id })
+                        .filter({ $0.place == .executing && !$0.ending }).randomElement(using: &rng)
+                else { continue }
+                let delay = rng.chance(30) ? 0 : Int64.random(in: 1...40, using: &rng)
+                log.append("\(unit.id) retries after \(delay)")
+                harness.retry(unit.id, delay: delay)
+            case 38..<45:
                 // A member ends by itself: an executing one finishes, fails or is
                 // cancelled; a waiting one is cancelled.
                 guard

@@ -13,7 +13,7 @@ struct UnitStateTests {
         var state = UnitState(work: work)
         let claimed = state.claim(by: core)
         let attached = state.attach(.init(slot: 0, ticket: 1))
-        let started = state.launch()
+        let started = state.launch() != nil
         #expect(claimed && attached == nil && started)
         return state
     }

@@ -10,7 +10,7 @@ import Testing
 /// Each round drives three ``BackgroundQueue``s (limits 1, 2 and unbounded, each
 /// randomly with or without suspension) and one ``BackgroundOperationQueue`` with a
 /// random mix generated from a seed: adds with random names, policies, priorities and
-/// timeouts (ms), lanes and start times, batches and sequential groups, `finish()` and `cancel()` from other
+/// timeouts (ms), lanes, start times and retries, batches and sequential groups, `finish()` and `cancel()` from other
 /// threads at random moments, `cancelAll()`, suspend / resume (extra resumes included),
 /// Operation-bridge units (`BackgroundQueue.add(_ operation:)`, an `AsyncOperation`
 /// wrapped in a unit, `AsyncOperation`s on the operation queue). After every round it
@@ -74,9 +74,14 @@ private final class Probe: Sendable {
     let order: Int?
     let priority: UInt8
     let nonPositiveTimeout: Bool
+    /// How often its body may run (more than once only with a retry policy).
+    let maxAttempts: Int
     let state = Lock(State())
 
-    init(id: Int, queueIndex: Int, order: Int?, priority: TaskPriority?, nonPositiveTimeout: Bool) {
+    init(
+        id: Int, queueIndex: Int, order: Int?, priority: TaskPriority?, nonPositiveTimeout: Bool, maxAttempts: Int = 1
+    ) {
+        self.maxAttempts = maxAttempts
         self.id = id
         self.queueIndex = queueIndex
         self.order = order
@@ -400,7 +405,15 @@ private struct Driver {
             // Lanes and start times: not plain adds (they may start out of FIFO order).
             let lane = rng.chance(70) ? rng.pick(Self.lanes) : nil
             let delay: Duration? = rng.chance(50) ? .microseconds(Int.random(in: -100...3_000, using: &rng)) : nil
-            let (unit, probe) = makeUnit(queueIndex: queueIndex, plain: false, lane: lane, delay: delay)
+            // Retries apply to the shapes whose async body throws; the others ignore them.
+            let retry: RetryPolicy? =
+                rng.chance(40)
+                ? .fixed(
+                    maxAttempts: Int.random(in: 2...4, using: &rng),
+                    delay: .microseconds(Int.random(in: 0...500, using: &rng)))
+                : nil
+            let (unit, probe) = makeUnit(
+                queueIndex: queueIndex, plain: false, lane: lane, delay: delay, retry: retry)
             if let lane { shared.lanes.append((queueIndex, lane, probe)) }
             tested.queue.add(unit)
             afterAdd(unit, probe, awaiters: awaiters)
@@ -473,7 +486,7 @@ private struct Driver {
     /// A unit of one of ten shapes, registered with a probe that counts its body runs
     /// and its endings; in `lane` and delayed by `delay` when given.
     private mutating func makeUnit(
-        queueIndex: Int, plain: Bool, lane: String? = nil, delay: Duration? = nil
+        queueIndex: Int, plain: Bool, lane: String? = nil, delay: Duration? = nil, retry: RetryPolicy? = nil
     ) -> (AsyncTask, Probe) {
         let shape = Int.random(in: 0..<100, using: &rng)
         let endsByItself = !(shape >= 90)  // shapes 90..<100 only end by timeout or cancellation
@@ -492,11 +505,11 @@ private struct Driver {
         if plain { plainOrders[queueIndex] += 1 }
         let probe = Probe(
             id: nextID(), queueIndex: queueIndex, order: order, priority: priority,
-            nonPositiveTimeout: timeout.map { $0 <= .zero } ?? false)
+            nonPositiveTimeout: timeout.map { $0 <= .zero } ?? false, maxAttempts: retry?.maxAttempts ?? 1)
         let name = randomName()
         let options = AsyncTask.Options(
             name: name, timeout: timeout, priority: priority, uniquenessPolicy: randomPolicy(),
-            notBefore: delay.map { .after($0) }, lane: lane)
+            notBefore: delay.map { .after($0) }, lane: lane, retry: retry)
         let counter = shared
         let unit: AsyncTask
         switch shape {
@@ -620,7 +633,9 @@ private struct Check {
         for probe in probes {
             let state = snapshots[probe.id]!
             if state.endings != 1 { failures.append("unit \(probe.id) ended \(state.endings) times") }
-            if state.bodyRuns > 1 { failures.append("unit \(probe.id) body ran \(state.bodyRuns) times") }
+            if state.bodyRuns > probe.maxAttempts {
+                failures.append("unit \(probe.id) body ran \(state.bodyRuns) times")
+            }
             if state.outcome == .dropped, state.bodyRuns != 0 { failures.append("dropped unit \(probe.id) ran") }
             if probe.nonPositiveTimeout, probe.queueIndex >= 0, state.bodyRuns != 0 {
                 failures.append("unit \(probe.id) with a timeout <= 0 ran")
@@ -687,6 +702,8 @@ private struct Check {
         // Per unit, in the queue's own order: enqueued, started and ended at most once,
         // the limit never exceeded, FIFO among equal priorities, groups in sequence.
         var enqueued: Set<ObjectIdentifier> = []
+        /// Units between two attempts: the only ones that may start again.
+        var betweenAttempts: Set<ObjectIdentifier> = []
         var started: [ObjectIdentifier: Int] = [:]
         var ended: [ObjectIdentifier: Int] = [:]
         var executing = 0
@@ -699,16 +716,24 @@ private struct Check {
                 }
             case .started(let unit):
                 let key = ObjectIdentifier(unit)
-                if started[key] != nil { failures.append("\(label): \(unit) started twice") }
+                if started[key] != nil, betweenAttempts.remove(key) == nil {
+                    failures.append("\(label): \(unit) started twice")
+                }
                 if !enqueued.contains(key) { failures.append("\(label): \(unit) started before enqueued") }
-                started[key] = position
+                if started[key] == nil { started[key] = position }
                 executing += 1
                 maximum = max(maximum, executing)
             case .ended(let unit, _):
                 let key = ObjectIdentifier(unit)
                 if ended[key] != nil { failures.append("\(label): \(unit) ended twice") }
                 ended[key] = position
-                if started[key] != nil { executing -= 1 }
+                if started[key] != nil, betweenAttempts.remove(key) == nil { executing -= 1 }
+            case .retrying(let unit, _, _, _):
+                let key = ObjectIdentifier(unit)
+                if started[key] == nil || !betweenAttempts.insert(key).inserted {
+                    failures.append("\(label): \(unit) retried while not executing")
+                }
+                executing -= 1
             case .busy, .idle, .backgroundTimeExpiring:
                 break
             }
@@ -733,8 +758,12 @@ private struct Check {
         let unitOfProbe = unitOfProbe
         var lastOrder: [UInt8: Int] = [:]
         var undisturbedBodyStarts: [Int] = []
+        var seen: Set<ObjectIdentifier> = []
         for event in events {
-            guard case .started(let unit) = event, let probe = probeOfUnit[ObjectIdentifier(unit)] else { continue }
+            // A unit's first start (a retried unit starts again after each failed attempt).
+            guard case .started(let unit) = event, seen.insert(ObjectIdentifier(unit)).inserted,
+                let probe = probeOfUnit[ObjectIdentifier(unit)]
+            else { continue }
             if let order = probe.order {
                 if let last = lastOrder[probe.priority], last > order {
                     failures.append(
