@@ -11,6 +11,8 @@ final class TestClock: Sendable {
         var now: Int64 = 1_000_000_000
         var sleepers: [UInt64: (deadline: Int64, continuation: Continuation<Void>)] = [:]
         var sleeperIDs: UInt64 = 0
+        /// Tests waiting for a sleeper to sleep until a given deadline.
+        var watchers: [UInt64: (deadline: Int64, continuation: Continuation<Void>)] = [:]
     }
 
     private let state = Lock(State())
@@ -33,15 +35,34 @@ final class TestClock: Sendable {
         for continuation in due { continuation.resume() }
     }
 
-    private func sleep(until deadline: Int64) async {
+    /// Returns once a sleeper sleeps until `deadline` (at once if one does): the sleeper
+    /// has handled everything due before it. Returns early when cancelled.
+    func sleeperArmed(until deadline: Int64) async {
         await waitCancellably(
             register: { continuation in
                 state.withLock { state in
-                    guard deadline > state.now else { return nil }
+                    if state.sleepers.values.contains(where: { $0.deadline == deadline }) { return nil }
                     state.sleeperIDs += 1
-                    state.sleepers[state.sleeperIDs] = (deadline, continuation)
+                    state.watchers[state.sleeperIDs] = (deadline, continuation)
                     return state.sleeperIDs
                 }
+            },
+            unregister: { id in self.state.withLock { $0.watchers.removeValue(forKey: id) }?.continuation.resume() })
+    }
+
+    private func sleep(until deadline: Int64) async {
+        await waitCancellably(
+            register: { continuation in
+                let (id, watchers) = state.withLock { state -> (UInt64?, [Continuation<Void>]) in
+                    guard deadline > state.now else { return (nil, []) }
+                    state.sleeperIDs += 1
+                    state.sleepers[state.sleeperIDs] = (deadline, continuation)
+                    let watching = state.watchers.filter { $0.value.deadline == deadline }
+                    for id in watching.keys { state.watchers[id] = nil }
+                    return (state.sleeperIDs, watching.values.map(\.continuation))
+                }
+                for watcher in watchers { watcher.resume() }
+                return id
             },
             unregister: { id in self.state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume() })
     }
