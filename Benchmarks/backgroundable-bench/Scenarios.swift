@@ -141,6 +141,16 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             let past = AsyncTask.Options(timeout: nil, notBefore: .at(.now - .seconds(1)))
             return backgroundQueueEndToEnd(units: units, options: { _ in past })
         },
+        Scenario(id: "e2e.BackgroundQueue.asyncBody", unit: "ns/unit", baseline: nil) { units in
+            asyncBodyEndToEnd(units: units, options: .init())
+        },
+        Scenario(
+            id: "e2e.BackgroundQueue.asyncBody.retry", unit: "ns/unit",
+            baseline: ("e2e.BackgroundQueue.asyncBody", 1.1)
+        ) { units in
+            // A retry policy that is never used: every body succeeds at once.
+            asyncBodyEndToEnd(units: units, options: .init(retry: .exponential()))
+        },
         Scenario(
             id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit",
             baseline: ("e2e.OperationQueue.BlockOperation", 1.2)
@@ -227,6 +237,23 @@ func backgroundQueueEndToEnd(
                 task.finish()
                 done.arrive()
             }
+        }
+    }
+    done.wait()
+    let end = now()
+    drain(queue)
+    return perUnit(start, end, units)
+}
+
+/// `units` async bodies with `options`, each returning at once.
+private func asyncBodyEndToEnd(units: Int, options: AsyncTask.Options) -> Double {
+    let queue = BackgroundQueue(name: "bench")
+    let done = Countdown(units)
+    let start = now()
+    for index in 0..<units {
+        queue.addTask(options) {
+            done.arrive()
+            return index
         }
     }
     done.wait()

@@ -178,6 +178,16 @@ private let scalingShapes: [Shape] = [
             queue.add(options[index], noop)
         }
     },
+    Shape(name: "retryOnce") { units in
+        // Every unit fails its first attempt and succeeds on its second, at once: each
+        // frees its slot, waits in the queue and starts again.
+        let attempts = (0..<units).map { _ in FirstAttemptFails() }
+        let retry = AsyncTask.Options(retry: .fixed(maxAttempts: 2, delay: .zero))
+        return pendingThenRun(units: units) { queue, index in
+            let attempt = attempts[index]
+            queue.addTask(retry) { try attempt.run() }
+        }
+    },
     Shape(name: "replaceStormOneName") { units in
         pendingThenRun(units: units) { queue, _ in
             queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .replace, noop)
@@ -238,3 +248,13 @@ private let scalingShapes: [Shape] = [
         return result
     },
 ]
+
+/// Throws the first time it runs, then returns.
+private final class FirstAttemptFails: Sendable {
+    private struct Failure: Error {}
+    private let failed = Atomic<Bool>(false)
+
+    func run() throws {
+        if !failed.exchange(true, ordering: .relaxed) { throw Failure() }
+    }
+}

@@ -98,7 +98,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             timeout: Self.duration(timeout),
             priorityRawValue: 0,
             uniquenessPolicy: uniquenessPolicy,
-            onTimeout: nil,
+            extras: nil,
             work: .external
         )
         self.closure = closure

@@ -170,7 +170,8 @@ public actor BackgroundQueue {
     ) -> AsyncTask {
         let unit = AsyncTask(
             name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work), claimedBy: core)
+            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work),
+            claimedBy: core)
         core.add(claimed: unit)
         return unit
     }

@@ -24,21 +24,37 @@ extension AsyncTask {
         public var uniquenessPolicy: UniquenessPolicy
         /// The earliest time the unit may start once added (see ``StartTime``); `nil`
         /// for as soon as its queue can.
-        public var notBefore: StartTime?
+        public var notBefore: StartTime? {
+            get { extras?.notBefore }
+            set { extras = .make(onTimeout: onTimeout, notBefore: newValue, lane: lane, retry: retry) }
+        }
         /// The unit's lane: the units of one lane run one at a time, in the order they
         /// were added, while units of different lanes (and units of none) run in
         /// parallel, up to the queue's limit. Independent of ``name``: a lane orders, a
         /// name deduplicates. Ignored for the members of ``BackgroundQueue/addSequence(_:)``,
         /// which are a lane of their own.
-        public var lane: String?
+        public var lane: String? {
+            get { extras?.lane }
+            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: newValue, retry: retry) }
+        }
         /// What happens when the unit's async body throws (see ``RetryPolicy``); `nil`
         /// for its queue's default (none unless the queue sets one). A callback-style
         /// unit has no error to retry on: it ignores this.
-        public var retry: RetryPolicy?
+        public var retry: RetryPolicy? {
+            get { extras?.retry }
+            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: newValue) }
+        }
         /// Runs exactly once, after the outcome became ``Outcome/timedOut``, in a task of
         /// its own: off every actor, or on the one it is isolated to
         /// (`{ @MainActor task in … }`).
-        public var onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?
+        public var onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? {
+            get { extras?.onTimeout }
+            set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: lane, retry: retry) }
+        }
+        /// The settings few units have, in the one immutable box every unit made from
+        /// these options shares: reusing an `Options` value allocates nothing per unit
+        /// for them.
+        private(set) var extras: Extras?
         /// The timeout once set; `nil` while the unit's style decides.
         private var chosenTimeout: Duration??
 
@@ -57,10 +73,7 @@ extension AsyncTask {
             self.name = name
             self.priority = priority
             self.uniquenessPolicy = uniquenessPolicy
-            self.notBefore = notBefore
-            self.lane = lane
-            self.retry = retry
-            self.onTimeout = onTimeout
+            self.extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
         }
 
         /// Options with a timeout of their own: counted from the start of execution,

@@ -103,8 +103,8 @@ public final class AsyncTask: Sendable {
 
         /// `nil` when none is set.
         static func make(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
-            retry: RetryPolicy?
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime? = nil,
+            lane: String? = nil, retry: RetryPolicy? = nil
         ) -> Extras? {
             guard onTimeout != nil || notBefore != nil || lane != nil || retry != nil else { return nil }
             return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
@@ -173,10 +173,7 @@ public final class AsyncTask: Sendable {
         timeout: Duration?,
         priorityRawValue: UInt8,
         uniquenessPolicy: UniquenessPolicy,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
-        notBefore: StartTime? = nil,
-        lane: String? = nil,
-        retry: RetryPolicy? = nil,
+        extras: Extras?,
         work: consuming sending Work,
         claimedBy queue: borrowing QueueCore? = nil
     ) {
@@ -184,7 +181,7 @@ public final class AsyncTask: Sendable {
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
-        self.extras = Extras.make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
+        self.extras = extras
         self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
@@ -193,8 +190,7 @@ public final class AsyncTask: Sendable {
         self.init(
             name: options.name, timeout: options.timeout(defaultingTo: work.defaultTimeout),
             priorityRawValue: options.priority?.rawValue ?? 0, uniquenessPolicy: options.uniquenessPolicy,
-            onTimeout: options.onTimeout, notBefore: options.notBefore, lane: options.lane, retry: options.retry,
-            work: work, claimedBy: queue)
+            extras: options.extras, work: work, claimedBy: queue)
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -222,7 +218,7 @@ public final class AsyncTask: Sendable {
     ) {
         self.init(
             name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .callback(work))
+            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work))
     }
 
     /// Creates a callback-style unit with `options` (see
@@ -267,7 +263,8 @@ public final class AsyncTask: Sendable {
         AsyncTaskHandle(
             AsyncTask(
                 name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout, work: .body(body), claimedBy: queue))
+                uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body),
+                claimedBy: queue))
     }
 
     /// Creates an async-style unit with `options` (see
@@ -520,21 +517,19 @@ extension AsyncTask {
     /// `delay` and starts it again like any ready unit, which resumes the `Task`; a unit
     /// no queue holds (started by its front end) waits the delay itself.
     private func waitToRetry(after error: any Error, delay: Duration) async -> Bool {
-        var waitsItself = false
-        // Resumed exactly once: here when the unit has ended or waits by itself, else by
-        // whichever of the queue's next start and the unit's end takes it out of the state.
-        await withContinuation { (parked: Continuation<Void>) in
-            switch state.withLock({ $0.beginRetry(after: error, parked: parked) }) {
-            case .queue(let queue, let handle, let attempt):
+        switch state.withLock({ $0.beginRetry(after: error) }) {
+        case .queue(let queue, let handle, let attempt):
+            // Resumed exactly once: here when the unit has ended, else by whichever of the
+            // queue's next start and the unit's end takes it out of the state.
+            await withContinuation { (parked: Continuation<Void>) in
+                guard state.withLock({ $0.park(untilNextAttempt: parked) }) else { return parked.resume() }
                 queue.memberRetrying(handle, after: delay, RetryNote(attempt: attempt, error: error, delay: delay))
-            case .itself:
-                waitsItself = true
-                parked.resume()
-            case nil:
-                parked.resume()
             }
+        case .itself:
+            try? await Task.sleep(for: delay)
+        case nil:
+            return false
         }
-        if waitsItself { try? await Task.sleep(for: delay) }
         return state.withLock { $0.resumeAttempt() }
     }
 }

@@ -198,11 +198,10 @@ struct UnitState {
         case itself
     }
 
-    /// executing → retrying, after attempt `error` failed, for the unit's `Task`, which
-    /// then waits on `parked` (resumed when its queue starts it again, or when it ends).
-    /// `nil` when the unit has ended: the caller resumes `parked` itself. With no queue
-    /// (``RetryWait/itself``) `parked` is not kept: the caller resumes it too.
-    mutating func beginRetry(after error: any Error, parked: Continuation<Void>) -> RetryWait? {
+    /// executing → retrying, after an attempt failed with `error`, for the unit's `Task`,
+    /// which then waits: parked (``park(untilNextAttempt:)``) until its queue starts it
+    /// again, or by itself. `nil` when the unit has ended.
+    mutating func beginRetry(after error: any Error) -> RetryWait? {
         let record: AttemptRecord
         switch phase {
         case .executing(let task, .operation(let taskID)):
@@ -215,8 +214,16 @@ struct UnitState {
             return nil
         }
         guard let owner, owner.isAdmitted else { return .itself }
-        phase = .retrying(task: runningTask, record, parked: parked)
         return .queue(owner.queue, owner.handle, attempt: record.count)
+    }
+
+    /// Parks the retrying unit's `Task` on `parked`, before it tells its queue: resumed
+    /// by the queue's next start or by the unit's end. `false` when the unit has ended:
+    /// the caller resumes `parked` itself.
+    mutating func park(untilNextAttempt parked: Continuation<Void>) -> Bool {
+        guard case .retrying(let task, let record, nil) = phase else { return false }
+        phase = .retrying(task: task, record, parked: parked)
+        return true
     }
 
     /// retrying → executing, for the `Task` its queue (or its own wait) resumed: `false`
