@@ -7,15 +7,16 @@
     /// after the unit (`AsyncTask` when it has no name), from its add to its outcome,
     /// a child of the span that was active where the unit was added. It carries the
     /// attributes `backgroundable.queue`, `backgroundable.outcome` and
-    /// `backgroundable.attempts`, an event `started` when the work starts, and the
-    /// error of a failed unit.
+    /// `backgroundable.attempts`, an event `started` when each attempt starts, an event
+    /// `retrying` (with the attempt, its error and the delay) between two attempts, and
+    /// the error of a failed unit.
     ///
     /// A queue created while no tracer is bootstrapped (`InstrumentationSystem.bootstrap`)
     /// traces nothing and costs nothing.
     final class QueueTracing: QueueObserver {
         private let queue: String
         private let spans = Lock<[ObjectIdentifier: any Span]>([:])
-        let events: ObservedEvents = [.enqueued, .started, .ended]
+        let events: ObservedEvents = [.enqueued, .started, .ended, .retrying]
 
         init?(queue: String) {
             guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
@@ -34,12 +35,20 @@
                 // begun and ended here.
                 let span = spans.withLock { $0.removeValue(forKey: ObjectIdentifier(unit)) } ?? start(unit)
                 span.attributes["backgroundable.outcome"] = "\(outcome.kind)"
-                span.attributes["backgroundable.attempts"] = 1
+                span.attributes["backgroundable.attempts"] = unit.attempts
                 if case .failed(let error) = outcome {
                     span.recordError(error)
                     span.setStatus(SpanStatus(code: .error))
                 }
                 span.end()
+            case .retrying(let unit, let retry):
+                let attributes: SpanAttributes = [
+                    "backgroundable.attempt": .int64(Int64(retry.attempt)),
+                    "backgroundable.error": .string("\(retry.error)"),
+                    "backgroundable.delay": .string("\(retry.delay)"),
+                ]
+                spans.withLock { $0[ObjectIdentifier(unit)] }?.addEvent(
+                    SpanEvent(name: "retrying", attributes: attributes))
             case .backgroundTimeExpiring:
                 break
             }

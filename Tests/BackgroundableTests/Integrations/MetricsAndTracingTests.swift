@@ -144,13 +144,37 @@
                         Issue.record("no attempts attribute on \(span.operationName)")
                         continue
                     }
-                    #expect(attempts == 1)
+                    // A dropped unit never ran.
+                    #expect(attempts == (string("backgroundable.outcome", of: span) == "dropped" ? 0 : 1))
                 }
                 let outcomes = Set(spans.compactMap { string("backgroundable.outcome", of: $0) })
                 #expect(outcomes == ["finished", "failed", "dropped"])
                 let failed = spans.first { $0.operationName == "failing" }
                 #expect(failed?.errors.count == 1)
                 #expect(failed?.events.map(\.name) == ["started"])
+            }
+
+            @Test func aRetriedUnitsSpanShowsEachAttempt() async throws {
+                let tracer = testTracer
+                let name = "tracing-retry-\(UUID().uuidString)"
+                let queue = BackgroundQueue(name: name, backgroundTaskProvider: NoopBackgroundTaskProvider())
+                let failures = Recorder<Int>()
+                let handle = queue.addTask(.init(name: "flaky", retry: .fixed(maxAttempts: 3, delay: .zero))) {
+                    failures.append(1)
+                    if failures.count < 3 { throw TestError(code: failures.count) }
+                }
+                try await handle.value
+                await queue.waitUntilIdle()
+                let span = try #require(
+                    tracer.finishedSpans.first { span in
+                        if case .string(name)? = span.attributes.get("backgroundable.queue") { true } else { false }
+                    })
+                #expect(span.events.map(\.name) == ["started", "retrying", "started", "retrying", "started"])
+                guard case .int64(let attempts)? = span.attributes.get("backgroundable.attempts") else {
+                    Issue.record("no attempts attribute")
+                    return
+                }
+                #expect(attempts == 3)
             }
         #endif
     }

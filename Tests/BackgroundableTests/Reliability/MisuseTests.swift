@@ -335,6 +335,34 @@ struct MisuseTests {
         #expect(await blocker.outcome.kind == .finished)
         #expect(await next.outcome.kind == .finished)
     }
+
+    @Test func aRetryPolicyOfNoAttemptsRunsTheBodyOnce() async {
+        let (queue, _) = makeQueue()
+        let runs = Recorder<Int>()
+        for attempts in [0, -2] {
+            let handle = queue.addTask(.init(retry: .fixed(maxAttempts: attempts, delay: .seconds(-1)))) {
+                runs.append(1)
+                throw TestError(code: attempts)
+            }
+            #expect(await handle.outcome.kind == .failed)
+            #expect(handle.task.attempts == 1)
+        }
+        #expect(runs.count == 2)
+        #expect(RetryPolicy.fixed(maxAttempts: 10_000, delay: .zero).maxAttempts == RetryPolicy.attemptLimit)
+        #expect(await bystander(on: queue).outcome.kind == .finished)
+    }
+
+    @Test func aRetryPolicyOnACallbackUnitIsIgnored() async {
+        let (queue, _) = makeQueue()
+        let runs = Recorder<Int>()
+        let unit = queue.add(.init(timeout: nil, retry: .fixed(maxAttempts: 3, delay: .zero))) { unit in
+            runs.append(1)
+            unit.cancel()
+        }
+        #expect(await unit.outcome.kind == .cancelled)
+        #expect(runs.count == 1 && unit.attempts == 1)
+        #expect(await bystander(on: queue).outcome.kind == .finished)
+    }
 }
 
 /// Wraps a provider; its expiration handler calls the queue's, then `afterExpiration`.
