@@ -20,6 +20,7 @@ struct ObservationTests {
             case .idle: seen.append("idle")
             case .backgroundTimeExpiring: seen.append("expiring")
             case .retrying: seen.append("retrying")
+            case .joined: seen.append("joined")
             }
             if seen.last == "idle" { break }
         }

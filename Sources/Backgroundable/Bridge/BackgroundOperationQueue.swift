@@ -227,6 +227,18 @@ extension Operation: QueueMember {
         }
     }
 
+    /// ``UniquenessPolicy/join``: an ``AsyncOperation`` joins a live ``AsyncOperation``
+    /// of its name (its closure never runs; it finishes with that one's outcome). A
+    /// plain `Operation` has no outcome to share: beside one, the newcomer is dropped.
+    func joinFromQueue(_ primary: any QueueMember) {
+        guard let operation = self as? AsyncOperation else { return }
+        if let primary = primary as? AsyncOperation {
+            operation.task.joinFromQueue(primary.task)
+        } else {
+            operation.end(.dropped)
+        }
+    }
+
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event? { nil }
 }
 

@@ -14,6 +14,10 @@ extension BackgroundQueue {
         /// Attempt `attempt` of a unit with a ``RetryPolicy`` failed with `error`; the
         /// unit waits `delay` (holding no slot), then starts again (a new `started`).
         case retrying(AsyncTask, attempt: Int, error: any Error, delay: Duration)
+        /// A unit added with ``UniquenessPolicy/join`` joined the live unit `primary` of
+        /// its name instead of being added: it ends with `primary`'s outcome, when
+        /// `primary` ends (no other event of the queue is about it).
+        case joined(AsyncTask, primary: AsyncTask)
         /// The background time the queue held expired; the expiration policy is applied next.
         case backgroundTimeExpiring
     }

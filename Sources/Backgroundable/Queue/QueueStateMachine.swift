@@ -52,6 +52,9 @@ struct QueueStateMachine<Member: AnyObject> {
         /// The member was not admitted (dropped, or the queue is closed): end it with
         /// this outcome. Nothing follows.
         case reject(Member, AsyncTask.Outcome)
+        /// The member was not admitted: it joins the live member `primary` of its name
+        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows.
+        case join(Member, primary: Member)
         /// Make sure a sleeper wakes the queue at `deadline` (continuous-clock
         /// nanoseconds) and sends ``deadlineReached(generation:actions:)`` with
         /// `generation`; a sleeper of an older generation may stop.
@@ -319,6 +322,11 @@ struct QueueStateMachine<Member: AnyObject> {
             case .drop:
                 actions.append(.reject(admission.member, .dropped))
                 emit(.ended(admission.member, .dropped), actions: &actions)
+                return nil
+            case .join:
+                let primary = records[Int(groups[Int(number)].last)].member!
+                actions.append(.join(admission.member, primary: primary))
+                emit(.joined(admission.member, primary: primary), actions: &actions)
                 return nil
             case .replace:
                 var cursor = groups[Int(number)].first
@@ -1025,6 +1033,8 @@ enum QueueEvent<Member> {
     case ended(Member, AsyncTask.Outcome)
     /// An attempt failed; another one follows.
     case retrying(Member, RetryNote)
+    /// A member joined the live member `primary` instead of being added.
+    case joined(Member, primary: Member)
     case backgroundTimeExpiring
 }
 
@@ -1045,6 +1055,7 @@ extension QueueEvent {
         case .started: .started
         case .ended: .ended
         case .retrying: .retrying
+        case .joined: .joined
         case .backgroundTimeExpiring: .backgroundTimeExpiring
         }
     }
@@ -1061,7 +1072,8 @@ struct ObservedEvents: OptionSet, Sendable {
     static let ended = Self(rawValue: 1 << 2)
     static let backgroundTimeExpiring = Self(rawValue: 1 << 3)
     static let retrying = Self(rawValue: 1 << 4)
-    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring, .retrying]
+    static let joined = Self(rawValue: 1 << 5)
+    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring, .retrying, .joined]
 }
 
 /// What happened to one member, for ``QueueMember/publicEvent(_:)``.
@@ -1070,4 +1082,5 @@ enum MemberEvent: Sendable {
     case started
     case ended(AsyncTask.Outcome)
     case retrying(RetryNote)
+    case joined(primary: any QueueMember)
 }

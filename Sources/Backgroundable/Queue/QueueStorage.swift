@@ -7,6 +7,9 @@ protocol QueueMember: AnyObject, Sendable {
     /// Ends the member from the queue's side (replaced, timed out, cancelled,
     /// dropped). Does nothing when it has already ended.
     func endFromQueue(_ outcome: AsyncTask.Outcome)
+    /// The member was not admitted: it joins `primary` (a member of the same kind, live
+    /// with the same name) and ends with its outcome (``UniquenessPolicy/join``).
+    func joinFromQueue(_ primary: any QueueMember)
     /// The public event about this member for a queue's listeners, if members of this
     /// kind have one.
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event?
@@ -193,6 +196,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 member.startFromQueue()
             case .end(let member, let outcome), .reject(let member, let outcome):
                 member.endFromQueue(outcome)
+            case .join(let member, let primary):
+                member.joinFromQueue(primary)
             case .armSleeper(let deadline, let generation):
                 armSleeper(until: deadline, generation: generation)
             case .spawnDrainer:
@@ -307,6 +312,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         case .started(let member): member.publicEvent(.started)
         case .ended(let member, let outcome): member.publicEvent(.ended(outcome))
         case .retrying(let member, let retry): member.publicEvent(.retrying(retry))
+        case .joined(let member, let primary): member.publicEvent(.joined(primary: primary))
         case .backgroundTimeExpiring: .backgroundTimeExpiring
         }
     }

@@ -362,17 +362,38 @@ public final class AsyncTask: Sendable {
                 cancel()
                 return currentOutcome ?? .cancelled
             }
+            let taskID = Self.currentTaskID()
             return await withTaskCancellationHandler {
                 // Resumed exactly once: either right here, when the unit has already
-                // ended, or by the single `Ending` that takes it out of `waiters`.
+                // ended, or by whichever of the single `Ending` and the awaiter's
+                // cancellation takes it out of `waiters`.
                 await withContinuation { continuation in
-                    if let outcome = state.withLock({ $0.wait(.continuation(continuation)) }) {
+                    if let outcome = state.withLock({ $0.wait(.continuation(continuation, taskID: taskID)) }) {
                         continuation.resume(returning: outcome)
+                    } else if Task.isCancelled {
+                        // Cancelled before it was registered: the handler found nothing.
+                        awaiterCancelled(taskID)
                     }
                 }
             } onCancel: {
-                self.cancel()
+                self.awaiterCancelled(taskID)
             }
+        }
+    }
+
+    /// The task `taskID` awaiting the outcome was cancelled: the unit is cancelled, unless
+    /// other callers await the work it shares (``UniquenessPolicy/join``): then only this
+    /// awaiter stops waiting, with ``Outcome/cancelled``, and the work is cancelled when
+    /// it was the last one.
+    private func awaiterCancelled(_ taskID: Int) {
+        switch state.withLock({ $0.awaiterCancelled(taskID) }) {
+        case .cancelUnit:
+            cancel()
+        case .stopWaiting(let continuation, let cancelsSharedWork):
+            continuation.resume(returning: .cancelled)
+            if cancelsSharedWork { cancel() }
+        case .nothing:
+            break
         }
     }
 
@@ -534,6 +555,26 @@ extension AsyncTask {
     }
 }
 
+extension AsyncTask {
+    /// Its queue did not add it: it joins `primary`, whose work it shares.
+    func joinFromQueue(_ primary: any QueueMember) {
+        guard let primary = primary as? AsyncTask else { return }
+        let ending: UnitState.Ending?
+        switch primary.state.withLock({ $0.shareWork(of: primary) }) {
+        case .group(let group):
+            ending = state.withLock { $0.join(group, as: self) }
+        case .ended(let outcome, let value):
+            ending = state.withLock { $0.endUnjoined(outcome, value: value) }
+        }
+        ending?.perform(for: self)
+    }
+
+    /// The work it joined ended: it ends with the same outcome and value.
+    func endJoined(_ outcome: Outcome, value: Boxed<any Sendable>?) {
+        state.withLock { $0.end(outcome, value: value) }?.perform(for: self)
+    }
+}
+
 extension AsyncTask: QueueMember {
     /// The wrapping `Task`, while the unit is launching or executing (a shutdown waits
     /// for it to return).
@@ -558,6 +599,7 @@ extension AsyncTask: QueueMember {
         case .started: .started(self)
         case .ended(let outcome): .ended(self, outcome)
         case .retrying(let retry): .retrying(self, attempt: retry.attempt, error: retry.error, delay: retry.delay)
+        case .joined(let primary): (primary as? AsyncTask).map { .joined(self, primary: $0) }
         }
     }
 }
@@ -586,8 +628,20 @@ extension UnitState.Ending {
         queue?.measurer?.unitEnded(unit, outcome)
         task?.cancel()
         parkedBody?.resume()
+        var awaiting = 0
         for waiter in waiters {
-            waiter.resume(with: outcome)
+            switch waiter {
+            case .continuation(let continuation, _):
+                awaiting += 1
+                continuation.resume(returning: outcome)
+            case .callback(let callback): callback(outcome)
+            case .observer(let observer): observer.unitEnded(outcome)
+            case .joiners(let group): group.primaryEnded(outcome, value: unit.returnedValue)
+            }
+        }
+        if let joined, joined.leave(unit, awaiting: awaiting) {
+            // The last awaiting caller of the shared work cancelled this one.
+            joined.primary?.cancel()
         }
         if case .timedOut = outcome, let onTimeout = unit.extras?.onTimeout {
             // At the priority of the queue's timer: a pool busy with other units must not

@@ -8,7 +8,7 @@
 /// added without breaking callers who switch over it.
 public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
-        case cancelled, replaced, dropped, timedOut, finishedWithoutValue
+        case cancelled, replaced, dropped, timedOut, finishedWithoutValue, joinedAnotherValueType
     }
 
     private let code: Code
@@ -27,6 +27,10 @@ public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible
     /// ``AsyncTask/finish()`` ended it while its async body was still running: the
     /// outcome is ``AsyncTask/Outcome/finished``, but there is no value to return.
     public static let finishedWithoutValue = AsyncTaskError(Code.finishedWithoutValue)
+    /// It joined a live unit of its name (``UniquenessPolicy/join``) whose body returned
+    /// a value of another type than its own: one name, two value types. The shared
+    /// outcome is ``AsyncTask/Outcome/finished``; the value cannot be handed over.
+    public static let joinedAnotherValueType = AsyncTaskError(Code.joinedAnotherValueType)
 
     /// What awaiting the value of a unit that reached `outcome` throws, if it ended
     /// without a value: `CancellationError` for a cancelled unit.
@@ -53,6 +57,8 @@ public struct AsyncTaskError: Error, Hashable, Sendable, CustomStringConvertible
         case .dropped: "the unit was dropped because a live unit had the same name"
         case .timedOut: "the unit timed out"
         case .finishedWithoutValue: "finish() ended the unit before its body returned a value"
+        case .joinedAnotherValueType:
+            "the unit joined a unit of the same name whose body returned a value of another type"
         }
     }
 }

@@ -28,9 +28,14 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
             switch await task.outcome {
             case .finished:
                 // The body's value, unless `finish()` ended the unit before the body
-                // returned. The unit was made from a body returning `Success`.
+                // returned. The unit was made from a body returning `Success`; a unit that
+                // joined another one got that one's value, which may be of another type.
                 if let returned = task.returnedValue {
-                    .success(returned.value as! Success)
+                    if let value = returned.value as? Success {
+                        .success(value)
+                    } else {
+                        .failure(AsyncTaskError.joinedAnotherValueType)
+                    }
                 } else {
                     .failure(AsyncTaskError.finishedWithoutValue)
                 }

@@ -6,7 +6,7 @@
 /// number of live units. A unit without a name never deduplicates.
 public enum UniquenessPolicy: Sendable, Hashable, CaseIterable {
     /// The name is only a label (the default). It still counts as live for later
-    /// ``drop`` and ``replace`` arrivals.
+    /// ``drop``, ``replace`` and ``join`` arrivals.
     case ignore
     /// If a live unit has the same name, the new unit is not added: its outcome is
     /// ``AsyncTask/Outcome/dropped`` at once and its work never runs.
@@ -14,4 +14,15 @@ public enum UniquenessPolicy: Sendable, Hashable, CaseIterable {
     /// Every live unit with the same name — executing ones included — ends with
     /// ``AsyncTask/Outcome/replaced`` (its `Task` is cancelled) and the new unit is added.
     case replace
+    /// Single flight: if a live unit has the same name, the new unit is not added and
+    /// its work never runs: it *joins* the live unit, and ends with the live unit's
+    /// outcome and value, when that one ends. With no live unit of the name, it is
+    /// added and runs, and later arrivals can join it. (With several live units of the
+    /// name — labels — it joins the one added last.) See <doc:SingleFlight>.
+    ///
+    /// The joined unit is a unit of its own for its caller: awaiting it returns the
+    /// shared outcome and value; cancelling it ends it ``AsyncTask/Outcome/cancelled``
+    /// without touching the shared work — which is cancelled only when every caller
+    /// that awaits it (the live unit's awaiters and every joined unit's) has cancelled.
+    case join
 }

@@ -23,6 +23,9 @@ struct UnitState {
         /// waits on until the queue starts it again; `nil` once the queue did (or when no
         /// queue holds the unit, and its `Task` waits by itself).
         case retrying(task: Task<Void, Never>?, AttemptRecord, parked: Continuation<Void>?)
+        /// It joined the unit that runs `group`'s shared work (``UniquenessPolicy/join``):
+        /// its own work is dropped, and it ends with that unit's outcome.
+        case joined(JoinGroup)
         /// `value` is what an async-style body returned. Boxed: inline, the existential
         /// would make the phase larger and every copy of it a runtime call.
         case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?, Attempts)
@@ -60,16 +63,17 @@ struct UnitState {
 
     /// Someone waiting for the outcome.
     enum Waiter {
-        case continuation(Continuation<AsyncTask.Outcome>)
+        /// A task awaiting ``AsyncTask/outcome``; `taskID` identifies it (see
+        /// ``AsyncTask/currentTaskID()``), to take it back when it is cancelled.
+        case continuation(Continuation<AsyncTask.Outcome>, taskID: Int)
         case callback(@Sendable (AsyncTask.Outcome) -> Void)
         case observer(any UnitObserver)
+        /// The units that joined this one (always the first waiter): they end with its
+        /// outcome and value.
+        case joiners(JoinGroup)
 
-        func resume(with outcome: AsyncTask.Outcome) {
-            switch self {
-            case .continuation(let continuation): continuation.resume(returning: outcome)
-            case .callback(let callback): callback(outcome)
-            case .observer(let observer): observer.unitEnded(outcome)
-            }
+        var isAwaiting: Bool {
+            if case .continuation = self { true } else { false }
         }
     }
 
@@ -84,6 +88,8 @@ struct UnitState {
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
         var waiters: [Waiter]
+        /// The group a joined unit leaves.
+        var joined: JoinGroup?
     }
 
     var waiters: [Waiter] = []
@@ -107,10 +113,18 @@ struct UnitState {
         if case .ended(let outcome, _, _) = phase { outcome } else { nil }
     }
 
+    /// The shared work this unit takes part in: the group of the units that joined it,
+    /// or the group it joined.
+    var sharedWork: JoinGroup? {
+        if case .joined(let group) = phase { return group }
+        if case .joiners(let group)? = waiters.first { return group }
+        return nil
+    }
+
     /// The attempts started so far (see ``AsyncTask/attempts``).
     var attempts: Int {
         switch phase {
-        case .created, .enqueued, .launching: 0
+        case .created, .enqueued, .launching, .joined: 0
         case .executing(_, .retried(let record)), .retrying(_, let record, _): record.count
         case .executing: 1
         case .ended(_, _, let attempts): attempts.count
@@ -303,11 +317,84 @@ struct UnitState {
         return true
     }
 
-    /// Registers a waiter, or returns the outcome when the unit has already ended.
+    /// Registers a waiter, or returns the outcome when the unit has already ended. An
+    /// awaiting task counts as an interested caller of the shared work, if any.
     mutating func wait(_ waiter: Waiter) -> AsyncTask.Outcome? {
         if let outcome { return outcome }
         waiters.append(waiter)
+        if waiter.isAwaiting { sharedWork?.addAwaiters(1) }
         return nil
+    }
+
+    /// What the cancellation of the task `taskID`, awaiting the outcome, does.
+    enum AwaiterCancellation {
+        /// Cancel the unit (its end resumes the awaiter): its own work, or a joined unit.
+        case cancelUnit
+        /// The unit runs shared work others await: only this awaiter stops waiting
+        /// (resume it with ``AsyncTask/Outcome/cancelled``); `cancelsSharedWork` when it
+        /// was the last awaiting caller.
+        case stopWaiting(Continuation<AsyncTask.Outcome>, cancelsSharedWork: Bool)
+        /// Nothing: the unit has ended (its end resumes the awaiter), or the awaiter was
+        /// handed out already.
+        case nothing
+    }
+
+    mutating func awaiterCancelled(_ taskID: Int) -> AwaiterCancellation {
+        guard !hasEnded else { return .nothing }
+        guard case .joiners(let group)? = waiters.first else { return .cancelUnit }
+        // O(its own awaiters), on a cancellation only.
+        guard
+            let index = waiters.firstIndex(where: {
+                if case .continuation(_, taskID) = $0 { true } else { false }
+            }), case .continuation(let continuation, _) = waiters.remove(at: index)
+        else { return .nothing }
+        return .stopWaiting(continuation, cancelsSharedWork: group.withdraw(1))
+    }
+
+    /// Claimed by a queue that is adding it, or (an ``AsyncOperation``'s unit) created.
+    private var isWaitingToBeAdded: Bool {
+        switch phase {
+        case .created, .enqueued: true
+        default: false
+        }
+    }
+
+    /// What ``shareWork(of:)`` found.
+    enum Sharing {
+        case group(JoinGroup)
+        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
+    }
+
+    /// Another unit joins this one (`unit`): the group of its joiners, made on the first
+    /// join (counting the tasks awaiting this unit so far), or this unit's outcome and
+    /// value when it has ended already.
+    mutating func shareWork(of unit: AsyncTask) -> Sharing {
+        if case .ended(let outcome, let value, _) = phase { return .ended(outcome, value: value) }
+        if case .joiners(let group)? = waiters.first { return .group(group) }
+        let group = JoinGroup(primary: unit, awaiting: waiters.count(where: \.isAwaiting))
+        waiters.insert(.joiners(group), at: 0)
+        return .group(group)
+    }
+
+    /// enqueued → joined, for `unit`, which its queue did not add: it joins `group`, its
+    /// awaiting tasks counting as callers. Its queue forgets it (it never held it).
+    /// Returns the ending when the shared work has ended already; `nil` otherwise, or
+    /// when the unit ended before.
+    mutating func join(_ group: JoinGroup, as unit: AsyncTask) -> Ending? {
+        guard isWaitingToBeAdded else { return nil }
+        owner = nil
+        phase = .joined(group)
+        guard let (outcome, value) = group.add(unit, awaiting: waiters.count(where: \.isAwaiting)) else { return nil }
+        return end(outcome, value: value)
+    }
+
+    /// A unit its queue did not add ends with the outcome of the work it shares (see
+    /// ``join(_:as:)``), the primary having ended before it joined.
+    mutating func endUnjoined(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>?) -> Ending? {
+        guard isWaitingToBeAdded else { return nil }
+        owner = nil
+        phase = .joined(JoinGroup.ended)
+        return end(outcome, value: value)
     }
 
     // MARK: Ending
@@ -347,6 +434,9 @@ struct UnitState {
             case .operation, .external: attempts = .one
             }
             if outcome.isCancellation { task = runningTask }
+        case (.joined(let group), _):
+            // The shared outcome, or its own cancellation; its own work never ran.
+            return finishEnding(outcome, value: value, attempts: .none, joined: group)
         case (.retrying(let runningTask, let record, let parked), .cancelled),
             (.retrying(let runningTask, let record, let parked), .replaced),
             (.retrying(let runningTask, let record, let parked), .timedOut):
@@ -357,12 +447,19 @@ struct UnitState {
         default:
             return nil
         }
+        return finishEnding(outcome, value: value, attempts: attempts, task: task, parkedBody: parkedBody)
+    }
+
+    private mutating func finishEnding(
+        _ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>?, attempts: Attempts,
+        task: Task<Void, Never>? = nil, parkedBody: Continuation<Void>? = nil, joined: JoinGroup? = nil
+    ) -> Ending {
         phase = .ended(outcome, value: value, attempts)
         let waiters = self.waiters
         self.waiters = []
         return Ending(
             outcome: outcome, queue: owner?.queue, handle: owner?.handle ?? .unadmitted, task: task,
-            parkedBody: parkedBody, waiters: waiters)
+            parkedBody: parkedBody, waiters: waiters, joined: joined)
     }
 }
 

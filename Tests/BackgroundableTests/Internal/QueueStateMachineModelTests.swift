@@ -57,6 +57,8 @@ struct ReferenceQueue {
     var owed: [Int: AsyncTask.Outcome.Kind] = [:]
     /// Members the queue must turn away at once (`.reject`).
     var owedRejections: [Int: AsyncTask.Outcome.Kind] = [:]
+    /// Members that must join a live member (`.join`): the one they join.
+    var owedJoins: [Int: Int] = [:]
     var outcomes: [Int: AsyncTask.Outcome.Kind] = [:]
     var limit = Int.max
     var acceptsWork = true
@@ -95,6 +97,10 @@ struct ReferenceQueue {
             case .ignore: break
             case .drop:
                 owedRejections[id] = .dropped
+                return false
+            case .join:
+                // The live member of the name added last.
+                owedJoins[id] = units.values.filter { $0.name == name && !$0.ending }.map(\.id).max()!
                 return false
             case .replace:
                 for (other, unit) in units where unit.name == name && !unit.ending {
@@ -235,6 +241,7 @@ struct ReferenceQueue {
         var problems: [String] = []
         if !owed.isEmpty { problems.append("outcomes never delivered: \(owed)") }
         if !owedRejections.isEmpty { problems.append("rejections never delivered: \(owedRejections)") }
+        if !owedJoins.isEmpty { problems.append("joins never delivered: \(owedJoins)") }
         if suspensions == 0, executingCount < limit,
             let waiting = units.values.first(where: { $0.place == .ready && !$0.ending })
         {
@@ -301,6 +308,11 @@ struct MachineHarness {
                 drainerPending = true
             case .end(let member, let outcome):
                 reference.endRequested(member.id, outcome.kind)
+            case .join(let member, let primary):
+                let owed = reference.owedJoins.removeValue(forKey: member.id)
+                if owed != primary.id {
+                    reference.problems.append("\(member.id) joined \(primary.id), owed \(String(describing: owed))")
+                }
             case .deliver:
                 break
             }
@@ -482,7 +494,7 @@ struct QueueStateMachineModelTests {
                 for _ in 0..<count {
                     nextID += 1
                     let name = rng.chance(60) ? rng.pick(names) : nil
-                    let policy = rng.pick([UniquenessPolicy.ignore, .drop, .replace])
+                    let policy = rng.pick([UniquenessPolicy.ignore, .drop, .replace, .join])
                     let priority = rng.pick([UInt8(0), 9, 17, 21, 25])
                     let timeout: Int64? =
                         rng.chance(40)

@@ -480,7 +480,7 @@ private struct Driver {
     }
 
     private mutating func randomPolicy() -> UniquenessPolicy {
-        rng.pick([.ignore, .ignore, .drop, .replace])
+        rng.pick([.ignore, .ignore, .drop, .replace, .join])
     }
 
     /// A unit of one of ten shapes, registered with a probe that counts its body runs
@@ -708,6 +708,7 @@ private struct Check {
         var ended: [ObjectIdentifier: Int] = [:]
         var executing = 0
         var maximum = 0
+        let probeOfUnit = probeOfUnit
         for (position, event) in events.enumerated() {
             switch event {
             case .enqueued(let unit):
@@ -734,6 +735,22 @@ private struct Check {
                     failures.append("\(label): \(unit) retried while not executing")
                 }
                 executing -= 1
+            case .joined(let unit, let primary):
+                // Never added: its work never runs, and unless it was cancelled itself it
+                // ends with the outcome of the unit it joined.
+                if enqueued.contains(ObjectIdentifier(unit)) {
+                    failures.append("\(label): \(unit) joined after its add")
+                }
+                if let joiner = probeOfUnit[ObjectIdentifier(unit)], let shared = probeOfUnit[ObjectIdentifier(primary)]
+                {
+                    let (joinerState, sharedState) = (snapshots[joiner.id]!, snapshots[shared.id]!)
+                    if joinerState.bodyRuns != 0 { failures.append("\(label): joined unit \(joiner.id) ran") }
+                    if !joinerState.touched, joinerState.outcome != sharedState.outcome {
+                        failures.append(
+                            "\(label): joined unit \(joiner.id) ended \(String(describing: joinerState.outcome)), the one it joined \(String(describing: sharedState.outcome))"
+                        )
+                    }
+                }
             case .busy, .idle, .backgroundTimeExpiring:
                 break
             }
@@ -795,7 +812,9 @@ private struct Check {
             let units = lanes.filter { $0.0 == tested.index && $0.1 == lane }.compactMap { unitOfProbe[$0.2.id] }
             for (index, next) in units.enumerated() {
                 guard let start = started[ObjectIdentifier(next)] else { continue }
-                for previous in units[..<index] where (ended[ObjectIdentifier(previous)] ?? .max) > start {
+                // (A unit that joined another one was never in the lane: it has no `ended`
+                // event; every unit that was has one, checked above.)
+                for previous in units[..<index] where (ended[ObjectIdentifier(previous)] ?? .min) > start {
                     failures.append("\(label): a unit of lane \(lane) started before an earlier one ended")
                 }
             }
