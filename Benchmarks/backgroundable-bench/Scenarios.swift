@@ -135,6 +135,27 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             return backgroundQueueEndToEnd(units: units, options: { lanes[$0 % 64] })
         },
         Scenario(
+            id: "e2e.BackgroundQueue.join", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.3)
+        ) { units in
+            // N callers of one name joining the one live unit, which then finishes: from
+            // the first join until every joined unit has its outcome.
+            let queue = BackgroundQueue(name: "bench")
+            let running = DispatchSemaphore(value: 0)
+            let live = queue.add(.init(name: "refresh", timeout: nil)) { _ in running.signal() }
+            running.wait()
+            let join = AsyncTask.Options(name: "refresh", timeout: nil, uniquenessPolicy: .join)
+            let start = now()
+            for _ in 0..<units {
+                queue.add(join) { $0.finish() }
+            }
+            live.finish()
+            // The joined units end before the live unit's awaiters resume.
+            blockingWait { _ = await live.outcome }
+            let end = now()
+            drain(queue)
+            return perUnit(start, end, units)
+        },
+        Scenario(
             id: "e2e.BackgroundQueue.delayed", unit: "ns/unit", baseline: ("e2e.BackgroundQueue.unbounded", 1.3)
         ) { units in
             // N units whose start time has passed: the start-time path without the wait.

@@ -188,6 +188,13 @@ private let scalingShapes: [Shape] = [
             queue.addTask(retry) { try attempt.run() }
         }
     },
+    Shape(name: "joinOneName") { units in
+        // Single flight: one unit named "refresh" waits, every later one joins it.
+        let join = AsyncTask.Options(name: "refresh", timeout: nil, uniquenessPolicy: .join)
+        return pendingThenRun(units: units) { queue, _ in
+            queue.add(join, noop)
+        }
+    },
     Shape(name: "replaceStormOneName") { units in
         pendingThenRun(units: units) { queue, _ in
             queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .replace, noop)

@@ -8,15 +8,16 @@
     /// a child of the span that was active where the unit was added. It carries the
     /// attributes `backgroundable.queue`, `backgroundable.outcome` and
     /// `backgroundable.attempts`, an event `started` when each attempt starts, an event
-    /// `retrying` (with the attempt, its error and the delay) between two attempts, and
-    /// the error of a failed unit.
+    /// `retrying` (with the attempt, its error and the delay) between two attempts, an
+    /// event `joined` for each caller that joined it (``UniquenessPolicy/join``: such a
+    /// caller has no span of its own), and the error of a failed unit.
     ///
     /// A queue created while no tracer is bootstrapped (`InstrumentationSystem.bootstrap`)
     /// traces nothing and costs nothing.
     final class QueueTracing: QueueObserver {
         private let queue: String
         private let spans = Lock<[ObjectIdentifier: any Span]>([:])
-        let events: ObservedEvents = [.enqueued, .started, .ended, .retrying]
+        let events: ObservedEvents = [.enqueued, .started, .ended, .retrying, .joined]
 
         init?(queue: String) {
             guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
@@ -49,6 +50,8 @@
                 ]
                 spans.withLock { $0[ObjectIdentifier(unit)] }?.addEvent(
                     SpanEvent(name: "retrying", attributes: attributes))
+            case .joined(_, let primary):
+                spans.withLock { $0[ObjectIdentifier(primary)] }?.addEvent("joined")
             case .backgroundTimeExpiring:
                 break
             }

@@ -236,4 +236,41 @@ struct BackgroundOperationQueueTests {
         #expect(OperationQueue.background === OperationQueue.background)
         #expect(OperationQueue.background.name == "Backgroundable.background")
     }
+
+    @Test func aJoiningAsyncOperationFinishesWithTheLiveOnesOutcome() async {
+        let (queue, _) = makeOperationQueue()
+        let ran = Recorder<String>()
+        let gate = Signal()
+        let first = AsyncOperation(name: "sync") { operation in
+            ran.append("first")
+            Task {
+                await gate.wait()
+                operation.finish()
+            }
+        }
+        let second = AsyncOperation(name: "sync", uniquenessPolicy: .join) { operation in
+            ran.append("second")
+            operation.finish()
+        }
+        queue.addOperation(first)
+        queue.addOperation(second)
+        gate.signal()
+        #expect(await first.outcome.kind == .finished)
+        #expect(await second.outcome.kind == .finished)
+        await queue.waitUntilIdle()
+        #expect(second.isFinished && ran.all == ["first"])
+    }
+
+    @Test func besideAPlainOperationAJoinDrops() async {
+        let (queue, _) = makeOperationQueue()
+        queue.isSuspended = true
+        let plain = BlockOperation {}
+        plain.name = "sync"
+        let joining = AsyncOperation(name: "sync", uniquenessPolicy: .join) { $0.finish() }
+        queue.addOperation(plain)
+        queue.addOperation(joining)
+        #expect(joining.currentOutcome?.kind == .dropped)
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+    }
 }

@@ -102,3 +102,11 @@ nonisolated final class Document: Sendable {
 nonisolated extension API {
     func apply(_ change: Change, to account: Account) async throws {}
 }
+
+// MARK: Authentication
+
+nonisolated struct Token: Sendable {}
+
+nonisolated extension API {
+    func refreshToken() async throws -> Token { Token() }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Backgroundable
+
+/// `UniquenessPolicy.join`: a unit arriving while a live unit of its name exists shares
+/// that unit's work, outcome and value; awaiting callers are counted, and the work is
+/// cancelled only when the last of them cancels.
+@Suite("Single flight")
+struct SingleFlightTests {
+    /// Work that waits for `gate`, counting its runs, then returns `value`.
+    private final class SharedWork: Sendable {
+        let gate = Signal()
+        let started = Signal()
+        let cancelled = Signal()
+        let runs = Recorder<Int>()
+
+        func run(returning value: Int) async throws -> Int {
+            runs.append(1)
+            started.signal()
+            await withTaskCancellationHandler {
+                await gate.wait()
+            } onCancel: {
+                cancelled.signal()
+                gate.signal()
+            }
+            try Task.checkCancellation()
+            return value
+        }
+    }
+
+    private let join = AsyncTask.Options(name: "refresh", uniquenessPolicy: .join)
+
+    @Test func aJoiningUnitSharesTheLiveUnitsOutcomeAndValue() async throws {
+        let (queue, _) = makeQueue()
+        let events = queue.events
+        let work = SharedWork()
+        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let third = queue.addTask(join) { try await work.run(returning: 3) }
+        #expect(queue.enqueuedCount + queue.executingCount == 1, "joined units are not added")
+        work.gate.signal()
+        #expect(try await first.value == 1)
+        #expect(try await second.value == 1)
+        #expect(try await third.value == 1)
+        #expect(work.runs.count == 1)
+        #expect(second.task.attempts == 0, "its own work never ran")
+        var joined: [ObjectIdentifier] = []
+        for await event in events {
+            if case .joined(let unit, let primary) = event, primary === first.task {
+                joined.append(ObjectIdentifier(unit))
+            }
+            if case .idle = event { break }
+        }
+        #expect(joined == [ObjectIdentifier(second.task), ObjectIdentifier(third.task)])
+    }
+
+    @Test func withNoLiveUnitTheUnitIsAddedAndLaterOnesJoinIt() async throws {
+        let (queue, _) = makeQueue()
+        #expect(try await queue.run(join) { 7 } == 7)
+        // The first one ended: the next one runs its own work.
+        #expect(try await queue.run(join) { 8 } == 8)
+    }
+
+    @Test func cancellingAJoinedUnitLeavesTheSharedWorkRunning() async throws {
+        let (queue, _) = makeQueue()
+        let work = SharedWork()
+        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        second.cancel()
+        #expect(await second.outcome.kind == .cancelled)
+        #expect(!work.cancelled.isSignalled && first.task.currentOutcome == nil)
+        work.gate.signal()
+        #expect(try await first.value == 1)
+    }
+
+    @Test func aCancelledAwaiterStopsWaitingWhileOthersStillAwait() async throws {
+        let (queue, _) = makeQueue()
+        let work = SharedWork()
+        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let firstCaller = Task { try await first.value }
+        let secondCaller = Task { try await second.value }
+        await waitUntilAwaited(first.task, by: 1)
+        await waitUntilAwaited(second.task, by: 1)
+        // The first caller cancels: it stops waiting at once; the work goes on for the second.
+        firstCaller.cancel()
+        await #expect(throws: CancellationError.self) { try await firstCaller.value }
+        #expect(!work.cancelled.isSignalled && first.task.currentOutcome == nil)
+        work.gate.signal()
+        #expect(try await secondCaller.value == 1)
+        #expect(first.task.currentOutcome?.kind == .finished, "the shared work finished")
+    }
+
+    @Test func theWorkIsCancelledWhenTheLastAwaitingCallerCancels() async {
+        let (queue, _) = makeQueue()
+        let work = SharedWork()
+        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let third = queue.addTask(join) { try await work.run(returning: 3) }
+        let callers = [first, second, third].map { handle in Task { try await handle.value } }
+        // Registered: each caller's task is suspended on its unit before any cancels.
+        await waitUntilAwaited(first.task, by: 1)
+        await waitUntilAwaited(second.task, by: 1)
+        await waitUntilAwaited(third.task, by: 1)
+        callers[1].cancel()
+        callers[0].cancel()
+        #expect(!work.cancelled.isSignalled)
+        callers[2].cancel()
+        await work.cancelled.wait()
+        for caller in callers { await #expect(throws: CancellationError.self) { try await caller.value } }
+        #expect(await first.outcome.kind == .cancelled)
+    }
+
+    @Test func callersThatNeverAwaitHaveNoSay() async {
+        let (queue, _) = makeQueue()
+        let work = SharedWork()
+        // Added and never awaited: its caller does not count.
+        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let caller = Task { try await second.value }
+        await waitUntilAwaited(second.task, by: 1)
+        caller.cancel()
+        await work.cancelled.wait()
+        #expect(await first.outcome.kind == .cancelled)
+    }
+
+    @Test func cancellingTheUnitThatRunsTheWorkCancelsItForEveryone() async {
+        let (queue, _) = makeQueue()
+        let work = SharedWork()
+        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        first.cancel()
+        #expect(await second.outcome.kind == .cancelled)
+    }
+
+    @Test func joiningAnotherValueTypeThrowsAClearError() async throws {
+        let (queue, _) = makeQueue()
+        let work = SharedWork()
+        let number = queue.addTask(join) { try await work.run(returning: 1) }
+        await work.started.wait()
+        let text = queue.addTask(join) { "text" }
+        work.gate.signal()
+        #expect(try await number.value == 1)
+        await #expect(throws: AsyncTaskError.joinedAnotherValueType) { try await text.value }
+        #expect(await text.outcome.kind == .finished)
+    }
+
+    @Test func aCallbackUnitCanJoinAndGetsTheOutcome() async {
+        let (queue, _) = makeQueue()
+        let gate = Signal()
+        let first = queue.add(.init(name: "sync", timeout: nil)) { unit in
+            Task {
+                await gate.wait()
+                unit.finish()
+            }
+        }
+        let ran = Recorder<Int>()
+        let second = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .join)) { unit in
+            ran.append(1)
+            unit.finish()
+        }
+        gate.signal()
+        #expect(await first.outcome.kind == .finished)
+        #expect(await second.outcome.kind == .finished)
+        #expect(ran.count == 0)
+    }
+
+    @Test func aJoinedUnitSharesARetryingUnitsFinalValue() async throws {
+        let (queue, _) = makeQueue()
+        var events = queue.events.makeAsyncIterator()
+        let failures = Recorder<Int>()
+        let gate = Signal()
+        let retrying = queue.addTask(
+            .init(name: "token", uniquenessPolicy: .join, retry: .fixed(maxAttempts: 3, delay: .zero))
+        ) {
+            failures.append(1)
+            if failures.count == 1 { throw TestError(code: 1) }
+            await gate.wait()
+            return "token-2"
+        }
+        while let event = await events.next() {
+            if case .retrying = event { break }
+        }
+        // Between or during attempts, the unit is live: a join shares its final value.
+        let joined = queue.addTask(.init(name: "token", uniquenessPolicy: .join)) { "never" }
+        gate.signal()
+        #expect(try await retrying.value == "token-2")
+        #expect(try await joined.value == "token-2")
+    }
+
+    @Test func joiningWorkThatHasJustEndedGetsItsOutcomeAtOnce() async throws {
+        // The queue decided the join while the live unit ran; it ended before the join
+        // was performed.
+        let (queue, _) = makeQueue()
+        let ended = queue.addTask { 5 }
+        #expect(try await ended.value == 5)
+        let late = AsyncTask.operation { 6 }
+        #expect(late.task.state.withLock { $0.claim(by: queue.core) })
+        late.task.joinFromQueue(ended.task)
+        #expect(try await late.value == 5)
+    }
+
+    /// Suspends until `count` tasks await `unit`'s outcome (their registration is what
+    /// the interest count sees).
+    private func waitUntilAwaited(_ unit: AsyncTask, by count: Int) async {
+        while unit.state.withLock({ $0.waiters.count(where: \.isAwaiting) }) < count {
+            await Task.yield()
+        }
+    }
+}
