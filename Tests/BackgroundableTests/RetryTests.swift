@@ -309,5 +309,14 @@ struct RetryPolicyTests {
         let huge = RetryPolicy.exponential(
             maxAttempts: 255, initialDelay: .seconds(1), multiplier: 1e300, maximumDelay: .seconds(1e15), jitter: 0)
         #expect(huge.delay(beforeAttempt: 200) > .seconds(1e9))
+        // Non-finite products: a zero first delay stays zero; anything else reaches the cap.
+        let infinite = RetryPolicy.exponential(initialDelay: .zero, multiplier: .infinity, jitter: 0)
+        #expect(infinite.delay(beforeAttempt: 5) == .zero)
+        let capped = RetryPolicy.exponential(
+            initialDelay: .seconds(1), multiplier: .infinity, maximumDelay: .seconds(3), jitter: 0)
+        #expect(capped.delay(beforeAttempt: 3) == .seconds(3))
+        #expect(capped.delay(beforeAttempt: .max) == .seconds(3))
+        let flat = RetryPolicy.exponential(initialDelay: .seconds(2), multiplier: .nan, jitter: .nan)
+        #expect(flat.delay(beforeAttempt: 4) == .seconds(2))
     }
 }

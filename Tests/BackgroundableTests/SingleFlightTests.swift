@@ -208,6 +208,42 @@ struct SingleFlightTests {
         #expect(try await late.value == 5)
     }
 
+    @Test func aCallerCancelledBeforeItsRunNeverStartsOrJoins() async {
+        let (queue, _) = makeQueue()
+        let ran = Recorder<Int>()
+        let caller = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await queue.run(join) {
+                ran.append(1)
+                return 1
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        await queue.waitUntilIdle()
+        #expect(ran.count == 0)
+    }
+
+    @Test func anAsyncOperationWhoseUnitAQueueHoldsIsDroppedInsteadOfJoining() async {
+        let (operations, _) = makeOperationQueue()
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let unit = queue.add(.init(name: "sync", uniquenessPolicy: .join)) { $0.finish() }
+        let gate = Signal()
+        let live = AsyncOperation(name: "sync") { operation in
+            Task {
+                await gate.wait()
+                operation.finish()
+            }
+        }
+        operations.addOperation(live)
+        operations.addOperation(AsyncOperation(task: unit))
+        #expect(unit.currentOutcome?.kind == .dropped)
+        queue.resume()
+        await queue.waitUntilIdle()
+        gate.signal()
+        await operations.waitUntilIdle()
+    }
+
     /// Suspends until `count` tasks await `unit`'s outcome (their registration is what
     /// the interest count sees).
     private func waitUntilAwaited(_ unit: AsyncTask, by count: Int) async {

@@ -229,14 +229,12 @@ extension Operation: QueueMember {
 
     /// ``UniquenessPolicy/join``: an ``AsyncOperation`` joins a live ``AsyncOperation``
     /// of its name (its closure never runs; it finishes with that one's outcome). A
-    /// plain `Operation` has no outcome to share: beside one, the newcomer is dropped.
+    /// plain `Operation` has no outcome to share: beside one the newcomer is dropped, as
+    /// is an operation whose unit a ``BackgroundQueue`` holds (`AsyncOperation(task:)`).
     func joinFromQueue(_ primary: any QueueMember) {
         guard let operation = self as? AsyncOperation else { return }
-        if let primary = primary as? AsyncOperation {
-            operation.task.joinFromQueue(primary.task)
-        } else {
-            operation.end(.dropped)
-        }
+        if let primary = primary as? AsyncOperation, operation.task.join(primary.task, claimed: false) { return }
+        operation.end(.dropped)
     }
 
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event? { nil }

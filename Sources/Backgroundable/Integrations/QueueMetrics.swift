@@ -10,8 +10,8 @@
     /// - counter `backgroundable_outcomes_total`, also dimensioned by `outcome`
     ///   (`finished`, `failed`, `cancelled`, `replaced`, `dropped`, `timedOut`);
     /// - timers `backgroundable_wait_duration` (add → start) and
-    ///   `backgroundable_run_duration` (start → outcome), recorded when the unit ends, on
-    ///   the thread that ended it. The gauges follow the transitions that change them
+    ///   `backgroundable_run_duration` (first start → outcome, retries and the waits
+    ///   between them included), recorded when the unit ends, on the thread that ended it. The gauges follow the transitions that change them
     ///   and always end on the latest levels.
     ///
     /// A queue created while no metrics backend is bootstrapped

@@ -22,8 +22,9 @@ import Synchronization
 /// rules live in one state machine shared with the Operation bridge
 /// (`QueueStateMachine`).
 ///
-/// A queue that is deinitialised cancels the units that have not started (outcome
-/// ``AsyncTask/Outcome/cancelled``); executing units run to their outcome.
+/// A queue that is deinitialised cancels the units that are not executing — waiting,
+/// delayed, or between two attempts — (outcome ``AsyncTask/Outcome/cancelled``);
+/// executing units run to their outcome.
 public actor BackgroundQueue {
     /// The process-wide background queue (1.x `OperationQueue.background`): unbounded,
     /// with the platform's default ``BackgroundTaskProvider``.
@@ -246,7 +247,9 @@ public actor BackgroundQueue {
     /// waits for its value.
     ///
     /// Suspends until the unit ends. Throws the body's error; `CancellationError` when
-    /// the unit was cancelled (cancelling the calling task cancels the unit); or
+    /// the unit was cancelled (cancelling the calling task cancels the unit, or only
+    /// this caller's wait when others await the same shared work — see
+    /// ``UniquenessPolicy/join``); or
     /// ``AsyncTaskError/replaced``, ``AsyncTaskError/dropped`` or
     /// ``AsyncTaskError/timedOut``. Parameters are those of
     /// ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: no timeout
@@ -259,10 +262,10 @@ public actor BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
-        try await addTask(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, body
-        ).value
+        try await run(
+            AsyncTask.operation(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout, claimedBy: core, body))
     }
 
     /// ``run(name:timeout:priority:uniquenessPolicy:onTimeout:_:)`` with `options`: no
@@ -270,7 +273,14 @@ public actor BackgroundQueue {
     public nonisolated func run<Success: Sendable>(
         _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
-        try await addTask(options, body).value
+        try await run(AsyncTaskHandle(AsyncTask(options, work: .body(body), claimedBy: core)))
+    }
+
+    /// Adds the claimed unit of `handle` once its caller awaits it, then waits for its
+    /// value: a caller that joins shared work (``UniquenessPolicy/join``) counts as an
+    /// awaiting caller from the moment its unit joins.
+    private nonisolated func run<Success>(_ handle: AsyncTaskHandle<Success>) async throws -> Success {
+        try await handle.result(awaitingBefore: { core.add(claimed: handle.task) }).get()
     }
 
     // MARK: Controlling

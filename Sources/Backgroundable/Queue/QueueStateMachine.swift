@@ -12,14 +12,16 @@
 /// the machine only stores references to members and hands them back in actions.
 ///
 /// ## Lifecycle of a member
-/// admitted (`ready`, `blocked` behind its predecessor in a sequential group, or
-/// `external`: started by its front end) → `executing` → ended. A member the queue ends
+/// admitted (`ready`; `blocked` behind its predecessor in a sequential group or a lane;
+/// `delayed` until its start time; or `external`: started by its front end) →
+/// `executing` (→ `delayed` or `ready` again between two attempts of a retry) → ended.
+/// A member the queue ends
 /// (replacement, timeout, `cancelAll`, expiry, closing) is first marked *ending*: it is
 /// no longer live for deduplication and never starts, and an ``Action/end(_:_:)`` asks
 /// the storage to end it. Every admitted member leaves the machine through exactly one
 /// ``memberEnded(_:_:actions:)`` event, carrying the outcome it really reached (the
 /// member may have ended itself in a race with the queue); only then are its slot, its
-/// sequential successor and the busy period released.
+/// successor in its group or lane and the busy period released.
 ///
 /// ## Cost
 /// Every transition is O(1) or O(log n) in the number of live members (amortised where
@@ -55,7 +57,7 @@ struct QueueStateMachine<Member: AnyObject> {
         /// The member was not admitted: it joins the live member `primary` of its name
         /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows.
         case join(Member, primary: Member)
-        /// Make sure a sleeper wakes the queue at `deadline` (continuous-clock
+        /// Make sure a sleeper wakes the queue at `deadline` (the queue's clock, in
         /// nanoseconds) and sends ``deadlineReached(generation:actions:)`` with
         /// `generation`; a sleeper of an older generation may stop.
         case armSleeper(deadline: Int64, generation: UInt64)
@@ -733,7 +735,8 @@ struct QueueStateMachine<Member: AnyObject> {
         cancel(actions: &actions) { _ in true }
     }
 
-    /// Ends the members that have not started.
+    /// Ends the members that are not executing: waiting, delayed, or between two
+    /// attempts.
     mutating func cancelPending(actions: inout Actions) {
         cancel(actions: &actions) { $0 != .executing }
     }
@@ -783,7 +786,13 @@ struct QueueStateMachine<Member: AnyObject> {
             startTimes.removeFirst()
         }
         if becameReady { startReady(inline: 64, actions: &actions) }
-        let next = [deadlines.first?.deadline, startTimes.first?.deadline].compactMap { $0 }.min()
+        let next =
+            switch (deadlines.first?.deadline, startTimes.first?.deadline) {
+            case (let deadline?, let start?): Swift.min(deadline, start)
+            case (let deadline?, nil): deadline
+            case (nil, let start?): start
+            case (nil, nil): Int64?.none
+            }
         guard let next else {
             sleeper = nil
             return nil
@@ -859,7 +868,7 @@ struct QueueStateMachine<Member: AnyObject> {
         acceptsWork = false
     }
 
-    /// The queue's owner is gone: pending members are cancelled, new ones rejected
+    /// The queue's owner is gone: members not executing are cancelled, new ones rejected
     /// (cancelled); executing ones run to their outcome.
     mutating func close(actions: inout Actions) {
         isClosed = true

@@ -21,7 +21,8 @@ import Synchronization
 /// Every state read and transition is guarded by the unit's own lock, so every member
 /// is safe to use from any thread or task. The first terminal transition wins; every
 /// later ``finish()``, ``cancel()`` or timeout is a no-op. Every party waiting on the
-/// unit is resumed exactly once, after the queue has forgotten the unit.
+/// unit is resumed exactly once, after the queue has forgotten the unit (or, for an
+/// awaiting task cancelled while others await shared work, at its cancellation).
 ///
 /// - Cancellation before the unit starts ends it at once: the work never runs and the
 ///   queue frees its slot and its name.
@@ -350,34 +351,41 @@ public final class AsyncTask: Sendable {
     ///
     /// Suspends until the unit ends; returns at once if it already has. Cancelling the
     /// awaiting task cancels the unit (which then ends with ``Outcome/cancelled``
-    /// unless it had already ended).
+    /// unless it had already ended) — except when other tasks await the work it shares
+    /// (``UniquenessPolicy/join``): then this await alone returns ``Outcome/cancelled``,
+    /// and the work is cancelled with its last awaiting caller.
     ///
     /// Awaiting a unit from inside its own async body could never return — the unit
     /// ends only when the body does — so it is recognised: the unit is cancelled and
     /// the await returns ``Outcome/cancelled`` at once. (Tasks the body creates are
     /// other tasks; they wait normally.)
     public var outcome: Outcome {
-        get async {
-            if isAwaitedByItsOwnBody {
-                cancel()
-                return currentOutcome ?? .cancelled
-            }
-            let taskID = Self.currentTaskID()
-            return await withTaskCancellationHandler {
-                // Resumed exactly once: either right here, when the unit has already
-                // ended, or by whichever of the single `Ending` and the awaiter's
-                // cancellation takes it out of `waiters`.
-                await withContinuation { continuation in
-                    if let outcome = state.withLock({ $0.wait(.continuation(continuation, taskID: taskID)) }) {
-                        continuation.resume(returning: outcome)
-                    } else if Task.isCancelled {
-                        // Cancelled before it was registered: the handler found nothing.
-                        awaiterCancelled(taskID)
-                    }
+        get async { await outcome(awaitingBefore: {}) }
+    }
+
+    /// ``outcome``, with `action` run right after the awaiting task registered (before it
+    /// suspends): ``BackgroundQueue/run(_:_:)`` adds its unit there.
+    func outcome(awaitingBefore action: () -> Void) async -> Outcome {
+        if isAwaitedByItsOwnBody {
+            cancel()
+            return currentOutcome ?? .cancelled
+        }
+        let taskID = Self.currentTaskID()
+        return await withTaskCancellationHandler {
+            // Resumed exactly once: either right here, when the unit has already ended,
+            // or by whichever of the single `Ending` and the awaiter's cancellation takes
+            // it out of `waiters`.
+            await withContinuation { continuation in
+                if let outcome = state.withLock({ $0.wait(.continuation(continuation, taskID: taskID)) }) {
+                    continuation.resume(returning: outcome)
+                } else if Task.isCancelled {
+                    // Cancelled before it was registered: the handler found nothing.
+                    awaiterCancelled(taskID)
                 }
-            } onCancel: {
-                self.awaiterCancelled(taskID)
+                action()
             }
+        } onCancel: {
+            self.awaiterCancelled(taskID)
         }
     }
 
@@ -443,8 +451,10 @@ public final class AsyncTask: Sendable {
     /// ends. If it already has (it was cancelled while being added, or it ran to its end
     /// already), `ended` tells the queue here.
     func attach(_ handle: QueueCore.Machine.Handle, ended: (QueueCore.Machine.Handle, Outcome) -> Void) {
-        if let outcome = state.withLock({ $0.attach(handle) }) {
-            ended(handle, outcome)
+        switch state.withLock({ $0.attach(handle) }) {
+        case .attached: break
+        case .ended(let outcome): ended(handle, outcome)
+        case .retrying(let queue, let record): queue.memberRetrying(handle, after: record.delay, record.note)
         }
     }
 
@@ -501,20 +511,16 @@ public final class AsyncTask: Sendable {
                 }
             }
         case .operation(let body):
-            var attempt = 1
             while true {
                 do {
                     end(.finished, value: Boxed(try await body()))
                     return
                 } catch {
-                    guard let delay = retryDelay(after: error, attempt: attempt),
-                        await waitToRetry(after: error, delay: delay)
-                    else {
+                    guard let delay = retryDelay(after: error), await waitToRetry(after: error, delay: delay) else {
                         // Also when the unit ended meanwhile: then this is a no-op.
                         end(.failed(error))
                         return
                     }
-                    attempt += 1
                 }
             }
         case .external:
@@ -524,13 +530,15 @@ public final class AsyncTask: Sendable {
 }
 
 extension AsyncTask {
-    /// The wait before the attempt after `attempt`, which failed with `error`; `nil` for
-    /// no retry: no policy (the unit's, else its queue's), none left, an error the
-    /// policy does not retry, or the unit is being cancelled.
-    private func retryDelay(after error: any Error, attempt: Int) -> Duration? {
+    /// The wait before the next attempt, after the current one failed with `error`;
+    /// `nil` for no retry: no policy (the unit's, else its queue's), none left, an error
+    /// the policy does not retry, or the unit is being cancelled.
+    private func retryDelay(after error: any Error) -> Duration? {
         guard !Task.isCancelled else { return nil }
-        let policy = extras?.retry ?? state.withLock { $0.owner?.queue.defaultRetryPolicy }
-        return policy?.delay(after: error, attempt: attempt)
+        let (attempt, queueDefault) = state.withLock { state in
+            (state.attempts, extras?.retry == nil ? state.owner?.queue.defaultRetryPolicy : nil)
+        }
+        return (extras?.retry ?? queueDefault)?.delay(after: error, attempt: attempt)
     }
 
     /// Suspends the unit's `Task` between two attempts: `true` when the next attempt
@@ -538,13 +546,17 @@ extension AsyncTask {
     /// `delay` and starts it again like any ready unit, which resumes the `Task`; a unit
     /// no queue holds (started by its front end) waits the delay itself.
     private func waitToRetry(after error: any Error, delay: Duration) async -> Bool {
-        switch state.withLock({ $0.beginRetry(after: error) }) {
-        case .queue(let queue, let handle, let attempt):
+        switch state.withLock({ $0.beginRetry(after: error, delay: delay) }) {
+        case .queue:
             // Resumed exactly once: here when the unit has ended, else by whichever of the
             // queue's next start and the unit's end takes it out of the state.
             await withContinuation { (parked: Continuation<Void>) in
-                guard state.withLock({ $0.park(untilNextAttempt: parked) }) else { return parked.resume() }
-                queue.memberRetrying(handle, after: delay, RetryNote(attempt: attempt, error: error, delay: delay))
+                switch state.withLock({ $0.park(untilNextAttempt: parked) }) {
+                case .ended: parked.resume()
+                case .tellQueue(let queue, let handle, let record):
+                    queue.memberRetrying(handle, after: record.delay, record.note)
+                case .waitForAttach: break
+                }
             }
         case .itself:
             try? await Task.sleep(for: delay)
@@ -558,15 +570,35 @@ extension AsyncTask {
 extension AsyncTask {
     /// Its queue did not add it: it joins `primary`, whose work it shares.
     func joinFromQueue(_ primary: any QueueMember) {
-        guard let primary = primary as? AsyncTask else { return }
+        guard let primary = primary as? AsyncTask else {
+            _ = end(.dropped)  // Not reachable: a queue's members are all units.
+            return
+        }
+        join(primary, claimed: true)
+    }
+
+    /// Joins `primary`'s work: ends with its outcome and value. `claimed`: its queue
+    /// claimed it (and did not add it); otherwise it is an ``AsyncOperation``'s unit,
+    /// which must still be unclaimed. `false` when it was in neither case (nothing
+    /// changed).
+    @discardableResult
+    func join(_ primary: AsyncTask, claimed: Bool) -> Bool {
         let ending: UnitState.Ending?
         switch primary.state.withLock({ $0.shareWork(of: primary) }) {
         case .group(let group):
-            ending = state.withLock { $0.join(group, as: self) }
+            switch state.withLock({ $0.join(group, as: self, claimed: claimed) }) {
+            case nil: return false
+            case .joined: ending = nil
+            case .ended(let end): ending = end
+            }
         case .ended(let outcome, let value):
-            ending = state.withLock { $0.endUnjoined(outcome, value: value) }
+            guard let end = state.withLock({ $0.endUnjoined(outcome, value: value, claimed: claimed) }) else {
+                return false
+            }
+            ending = end
         }
         ending?.perform(for: self)
+        return true
     }
 
     /// The work it joined ended: it ends with the same outcome and value.

@@ -13,7 +13,9 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
     ///
     /// Suspends until the unit ends. Throws the body's error when it failed;
     /// `CancellationError` when the unit was cancelled (by ``cancel()``, its queue's
-    /// `cancelAll()`, or the awaiting task's cancellation, which cancels the unit); or
+    /// `cancelAll()`, or the awaiting task's cancellation, which cancels the unit — or,
+    /// when others await the same shared work (``UniquenessPolicy/join``), ends only
+    /// this wait); or
     /// an ``AsyncTaskError`` when it was replaced, dropped or timed out, or when
     /// ``AsyncTask/finish()`` ended it before its body returned.
     public var value: Success {
@@ -24,26 +26,30 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
 
     /// The body's return value or error, as a `Result`. Same contract as ``value``.
     public var result: Result<Success, any Error> {
-        get async {
-            switch await task.outcome {
-            case .finished:
-                // The body's value, unless `finish()` ended the unit before the body
-                // returned. The unit was made from a body returning `Success`; a unit that
-                // joined another one got that one's value, which may be of another type.
-                if let returned = task.returnedValue {
-                    if let value = returned.value as? Success {
-                        .success(value)
-                    } else {
-                        .failure(AsyncTaskError.joinedAnotherValueType)
-                    }
+        get async { await result(awaitingBefore: {}) }
+    }
+
+    /// ``result``, with `action` run right after the awaiting task registered with the
+    /// unit (before it suspends).
+    func result(awaitingBefore action: () -> Void) async -> Result<Success, any Error> {
+        switch await task.outcome(awaitingBefore: action) {
+        case .finished:
+            // The body's value, unless `finish()` ended the unit before the body
+            // returned. The unit was made from a body returning `Success`; a unit that
+            // joined another one got that one's value, which may be of another type.
+            if let returned = task.returnedValue {
+                if let value = returned.value as? Success {
+                    .success(value)
                 } else {
-                    .failure(AsyncTaskError.finishedWithoutValue)
+                    .failure(AsyncTaskError.joinedAnotherValueType)
                 }
-            case .failed(let error):
-                .failure(error)
-            case let outcome:
-                .failure(AsyncTaskError.thrown(for: outcome)!)
+            } else {
+                .failure(AsyncTaskError.finishedWithoutValue)
             }
+        case .failed(let error):
+            .failure(error)
+        case let outcome:
+            .failure(AsyncTaskError.thrown(for: outcome)!)
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// When and how often a unit whose async body throws runs again.
 ///
 /// A policy sets the maximum number of attempts (the first one included), the wait
@@ -104,11 +106,12 @@ public struct RetryPolicy: Sendable {
             return max(.zero, delay)
         case .exponential(let initial, let multiplier, let maximum, let jitter):
             let cap = Self.seconds(max(.zero, maximum))
-            var delay = min(Self.seconds(max(.zero, initial)), cap)
-            for _ in 0..<max(0, attempt - 2) where delay < cap {
-                delay = min(delay * max(1, multiplier), cap)
-            }
-            let jitter = min(max(0, jitter.isNaN ? 0 : jitter), 1)
+            let first = min(Self.seconds(max(.zero, initial)), cap)
+            let growth = multiplier.isNaN ? 1 : max(1, multiplier)
+            var delay = first == 0 ? 0 : first * pow(growth, Double(max(0, attempt - 2)))
+            // An infinite product (a huge multiplier or attempt) is the cap too.
+            if !(delay <= cap) { delay = cap }
+            let jitter = jitter.isNaN ? 0 : min(max(0, jitter), 1)
             if jitter > 0 { delay *= 1 - jitter * Double.random(in: 0..<1, using: &generator) }
             return .nanoseconds(Int64(min(delay * 1e9, 9e18)))
         }

@@ -5,7 +5,9 @@
 /// it; its wrapping `Task` has not taken the work yet) → executing → ended(outcome).
 /// An async body that throws and has a ``RetryPolicy`` goes executing → retrying (its
 /// `Task` suspended, its queue holding it as waiting) → executing again, as often as
-/// the policy allows.
+/// the policy allows. A unit its queue did not add because it joined a live unit of its
+/// name (``UniquenessPolicy/join``) goes enqueued (or created) → joined → ended, with
+/// that unit's outcome.
 /// A front end that runs a unit on its own thread (the Operation bridge) goes through
 /// the same transitions in one step (``startHere(byItsFrontEnd:)``).
 ///
@@ -176,10 +178,22 @@ struct UnitState {
     /// The queue that claimed the unit admitted it as `handle`: it is told when the
     /// unit ends. Returns the outcome instead when the unit has already ended (the
     /// queue must then be told by the caller).
-    mutating func attach(_ handle: QueueCore.Machine.Handle) -> AsyncTask.Outcome? {
-        if let outcome { return outcome }
+    mutating func attach(_ handle: QueueCore.Machine.Handle) -> Attached {
+        if let outcome { return .ended(outcome) }
         owner?.admit(as: handle)
-        return nil
+        // A body that failed its first attempt before its queue attached it parked
+        // waiting for this: the attach tells the queue (see `park(untilNextAttempt:)`).
+        if let owner, case .retrying(_, let record, _?) = phase { return .retrying(owner.queue, record) }
+        return .attached
+    }
+
+    /// What ``attach(_:)-(Handle)`` found.
+    enum Attached {
+        case attached
+        /// The unit has ended: the caller tells the queue.
+        case ended(AsyncTask.Outcome)
+        /// The unit waits to retry: the caller tells the queue (``QueueStorage/memberRetrying(_:after:_:)``).
+        case retrying(QueueCore, AttemptRecord)
     }
 
     /// What the queue's start means for a unit.
@@ -206,45 +220,56 @@ struct UnitState {
 
     /// Where a retrying unit's `Task` waits for its next attempt.
     enum RetryWait {
-        /// Its queue starts it again: tell it (``QueueStorage/memberRetrying(_:after:_:)``).
-        case queue(QueueCore, QueueCore.Machine.Handle, attempt: Int)
+        /// A queue holds it: park (``park(untilNextAttempt:)``) until it starts it again.
+        case queue
         /// No queue holds it: its `Task` waits the delay itself.
         case itself
     }
 
-    /// executing → retrying, after an attempt failed with `error`, for the unit's `Task`,
-    /// which then waits: parked (``park(untilNextAttempt:)``) until its queue starts it
-    /// again, or by itself. `nil` when the unit has ended.
-    mutating func beginRetry(after error: any Error) -> RetryWait? {
+    /// executing → retrying, after an attempt failed with `error` and the next one
+    /// should start `delay` later, for the unit's `Task`. `nil` when the unit has ended.
+    mutating func beginRetry(after error: any Error, delay: Duration) -> RetryWait? {
         let record: AttemptRecord
         switch phase {
         case .executing(let task, .operation(let taskID)):
-            record = AttemptRecord(count: 1, lastError: error, taskID: taskID)
+            record = AttemptRecord(count: 1, lastError: error, taskID: taskID, delay: delay)
             phase = .retrying(task: task, record, parked: nil)
         case .executing(let task, .retried(let current)):
-            record = AttemptRecord(count: current.count, lastError: error, taskID: current.taskID)
+            record = AttemptRecord(count: current.count, lastError: error, taskID: current.taskID, delay: delay)
             phase = .retrying(task: task, record, parked: nil)
         default:
             return nil
         }
-        guard let owner, owner.isAdmitted else { return .itself }
-        return .queue(owner.queue, owner.handle, attempt: record.count)
+        return owner == nil ? .itself : .queue
     }
 
-    /// Parks the retrying unit's `Task` on `parked`, before it tells its queue: resumed
-    /// by the queue's next start or by the unit's end. `false` when the unit has ended:
-    /// the caller resumes `parked` itself.
-    mutating func park(untilNextAttempt parked: Continuation<Void>) -> Bool {
-        guard case .retrying(let task, let record, nil) = phase else { return false }
+    /// What the retrying unit's `Task` does once parked.
+    enum Parked {
+        /// The unit has ended: resume the continuation at once.
+        case ended
+        /// Tell the queue (``QueueStorage/memberRetrying(_:after:_:)``); it starts the
+        /// unit again, which resumes the continuation (or the unit's end does).
+        case tellQueue(QueueCore, QueueCore.Machine.Handle, AttemptRecord)
+        /// The queue has not attached the unit yet (its first attempt ran right after
+        /// the add): the attach tells it (``attach(_:)-(Handle)``).
+        case waitForAttach
+    }
+
+    /// Parks the retrying unit's `Task` on `parked`. Exactly one of this and the attach
+    /// tells the queue: this when the unit was attached before, the attach otherwise.
+    mutating func park(untilNextAttempt parked: Continuation<Void>) -> Parked {
+        guard case .retrying(let task, let record, nil) = phase else { return .ended }
         phase = .retrying(task: task, record, parked: parked)
-        return true
+        guard let owner, owner.isAdmitted else { return .waitForAttach }
+        return .tellQueue(owner.queue, owner.handle, record)
     }
 
     /// retrying → executing, for the `Task` its queue (or its own wait) resumed: `false`
     /// when the unit ended meanwhile (the next attempt never runs).
     mutating func resumeAttempt() -> Bool {
         guard case .retrying(let task, let record, nil) = phase else { return false }
-        let next = AttemptRecord(count: record.count + 1, lastError: record.lastError, taskID: record.taskID)
+        let next = AttemptRecord(
+            count: record.count + 1, lastError: record.lastError, taskID: record.taskID, delay: .zero)
         phase = .executing(task: task, .retried(next))
         return true
     }
@@ -351,10 +376,12 @@ struct UnitState {
         return .stopWaiting(continuation, cancelsSharedWork: group.withdraw(1))
     }
 
-    /// Claimed by a queue that is adding it, or (an ``AsyncOperation``'s unit) created.
-    private var isWaitingToBeAdded: Bool {
+    /// Claimed by the queue that is adding it (`claimed`), or created (the unit of an
+    /// ``AsyncOperation``, which Foundation starts).
+    private func isWaitingToBeAdded(claimed: Bool) -> Bool {
         switch phase {
-        case .created, .enqueued: true
+        case .enqueued: claimed
+        case .created: !claimed
         default: false
         }
     }
@@ -376,22 +403,32 @@ struct UnitState {
         return .group(group)
     }
 
-    /// enqueued → joined, for `unit`, which its queue did not add: it joins `group`, its
-    /// awaiting tasks counting as callers. Its queue forgets it (it never held it).
-    /// Returns the ending when the shared work has ended already; `nil` otherwise, or
-    /// when the unit ended before.
-    mutating func join(_ group: JoinGroup, as unit: AsyncTask) -> Ending? {
-        guard isWaitingToBeAdded else { return nil }
+    /// enqueued (claimed by the queue that did not add it: `claimed`) or created (an
+    /// ``AsyncOperation``'s unit) → joined, for `unit`: it joins `group`, its awaiting
+    /// tasks counting as callers. Its queue forgets it (it never held it). Returns
+    /// `.ended` with the ending when the shared work has ended already, `.joined`
+    /// otherwise; `nil` when the unit was in no such phase (ended, or another queue's).
+    mutating func join(_ group: JoinGroup, as unit: AsyncTask, claimed: Bool) -> Joining? {
+        guard isWaitingToBeAdded(claimed: claimed) else { return nil }
         owner = nil
         phase = .joined(group)
-        guard let (outcome, value) = group.add(unit, awaiting: waiters.count(where: \.isAwaiting)) else { return nil }
-        return end(outcome, value: value)
+        guard let (outcome, value) = group.add(unit, awaiting: waiters.count(where: \.isAwaiting)) else {
+            return .joined
+        }
+        return end(outcome, value: value).map(Joining.ended) ?? .joined
+    }
+
+    enum Joining {
+        case joined
+        case ended(Ending)
     }
 
     /// A unit its queue did not add ends with the outcome of the work it shares (see
     /// ``join(_:as:)``), the primary having ended before it joined.
-    mutating func endUnjoined(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>?) -> Ending? {
-        guard isWaitingToBeAdded else { return nil }
+    mutating func endUnjoined(
+        _ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>?, claimed: Bool
+    ) -> Ending? {
+        guard isWaitingToBeAdded(claimed: claimed) else { return nil }
         owner = nil
         phase = .joined(JoinGroup.ended)
         return end(outcome, value: value)
@@ -529,10 +566,16 @@ final class AttemptRecord: Sendable {
     let lastError: any Error
     /// Identifies the unit's `Task` (see ``UnitState/Body/operation(taskID:)``).
     let taskID: Int
+    /// The wait before the next attempt (after the failed one).
+    let delay: Duration
 
-    init(count: Int, lastError: any Error, taskID: Int) {
+    init(count: Int, lastError: any Error, taskID: Int, delay: Duration) {
         self.count = count
         self.lastError = lastError
         self.taskID = taskID
+        self.delay = delay
     }
+
+    /// What listeners hear of the failed attempt.
+    var note: RetryNote { RetryNote(attempt: count, error: lastError, delay: delay) }
 }

@@ -12,9 +12,9 @@ struct UnitStateTests {
     private func startedState(_ work: sending AsyncTask.Work = .callback { _ in }) -> UnitState {
         var state = UnitState(work: work)
         let claimed = state.claim(by: core)
-        let attached = state.attach(.init(slot: 0, ticket: 1))
+        let attached = if case .attached = state.attach(.init(slot: 0, ticket: 1)) { true } else { false }
         let started = state.launch() != nil
-        #expect(claimed && attached == nil && started)
+        #expect(claimed && attached && started)
         return state
     }
 
@@ -58,7 +58,8 @@ struct UnitStateTests {
         let ending = state.end(.cancelled)
         #expect(ending?.handle == .unadmitted, "no queue admitted it yet")
         #expect(ending?.queue === core, "the queue that claimed it is told")
-        let outcome = state.attach(.init(slot: 0, ticket: 1))
+        let outcome: AsyncTask.Outcome? =
+            if case .ended(let outcome) = state.attach(.init(slot: 0, ticket: 1)) { outcome } else { nil }
         #expect(outcome?.kind == .cancelled, "the queue that admitted it is told by the caller")
     }
 
@@ -72,7 +73,8 @@ struct UnitStateTests {
                 label: "owner", limit: .max, provider: NoopBackgroundTaskProvider(), expirationPolicy: .keepRunning)
             weakQueue = queue
             _ = state.claim(by: queue)
-            #expect(state.attach(.init(slot: 0, ticket: 1)) == nil)
+            let attached = if case .attached = state.attach(.init(slot: 0, ticket: 1)) { true } else { false }
+            #expect(attached)
         }
         #expect(weakQueue != nil, "the admitted unit keeps its queue alive")
         let ending = state.end(.cancelled)
@@ -149,4 +151,38 @@ struct UnitStateTests {
         _ = state.end(.finished)
         #expect(!state.isRunningBody(in: 7))
     }
+
+    /// A body that fails its first attempt before its queue attached it: exactly one of
+    /// the park and the attach tells the queue about the retry, whichever comes second.
+    @Test func aRetryBeforeTheAttachIsToldByTheAttach() async {
+        for attachFirst in [false, true] {
+            var state = UnitState(work: .operation { 0 })
+            _ = state.claim(by: core)
+            _ = state.launch()
+            _ = state.takeWork(taskID: { 3 })
+            if attachFirst { _ = state.attach(.init(slot: 0, ticket: 1)) }
+            let wait = state.beginRetry(after: TestError(code: 1), delay: .seconds(1))
+            #expect(wait.map { if case .queue = $0 { true } else { false } } == true)
+            await withContinuation { (continuation: Continuation<Void>) in
+                let parked = state.park(untilNextAttempt: continuation)
+                if attachFirst {
+                    #expect(parked.tellsQueue, "attached before: the park tells the queue")
+                } else {
+                    #expect(!parked.tellsQueue)
+                    let attached = state.attach(.init(slot: 0, ticket: 1))
+                    #expect(attached.tellsQueue, "parked before: the attach tells the queue")
+                }
+                if case .nextAttempt(let parked)? = state.launch() { parked.resume() }
+            }
+            #expect(state.resumeAttempt() && state.attempts == 2)
+        }
+    }
+}
+
+extension UnitState.Parked {
+    fileprivate var tellsQueue: Bool { if case .tellQueue = self { true } else { false } }
+}
+
+extension UnitState.Attached {
+    fileprivate var tellsQueue: Bool { if case .retrying = self { true } else { false } }
 }
