@@ -11,8 +11,9 @@
     ///   (`finished`, `failed`, `cancelled`, `replaced`, `dropped`, `timedOut`);
     /// - timers `backgroundable_wait_duration` (add → start) and
     ///   `backgroundable_run_duration` (first start → outcome, retries and the waits
-    ///   between them included), recorded when the unit ends, on the thread that ended it. The gauges follow the transitions that change them
-    ///   and always end on the latest levels.
+    ///   between them included), recorded when the unit ends, on the thread that ended
+    ///   it. The gauges follow the transitions that change them and always end on the
+    ///   latest levels.
     ///
     /// A queue created while no metrics backend is bootstrapped
     /// (`MetricsSystem.bootstrap`) measures nothing and costs nothing, unless it was
