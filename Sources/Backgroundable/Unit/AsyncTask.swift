@@ -658,11 +658,14 @@ extension AsyncTask: CustomStringConvertible {
 }
 
 extension UnitState.Ending {
-    /// Performs the ending's side effects, outside every lock: the owning queue forgets
-    /// the unit first (so waiters see its slot free), then the `Task` is cancelled, the
-    /// parked body and the waiters are resumed, and `onTimeout` runs.
+    /// Performs the ending's side effects, outside every lock: the queue's metrics count
+    /// the outcome, then the owning queue forgets the unit (so waiters see its slot free,
+    /// and whoever waits for the queue to be idle sees every outcome counted), then the
+    /// `Task` is cancelled, the parked body and the waiters are resumed, and `onTimeout`
+    /// runs.
     func perform(for unit: AsyncTask) {
         if let queue {
+            queue.measurer?.unitEnded(unit, outcome)
             if handle != .unadmitted {
                 queue.memberEnded(handle, outcome)
             } else {
@@ -672,7 +675,6 @@ extension UnitState.Ending {
                 queue.transition { _, _ in }
             }
         }
-        queue?.measurer?.unitEnded(unit, outcome)
         task?.cancel()
         parkedBody?.resume()
         var awaiting = 0
