@@ -22,7 +22,7 @@ protocol QueueObserver<Member>: Sendable {
 /// counts and durations, which need no order between units.
 protocol QueueMeasurer: AnyObject, Sendable {
     /// `unit`, which this queue claimed, reached `outcome`. Once per unit, on the thread
-    /// that ended it, after the queue forgot it.
+    /// that ended it, just before the queue forgets it (so an idle queue has every outcome counted).
     func unitEnded(_ unit: AsyncTask, _ outcome: AsyncTask.Outcome)
     /// The queue's levels after a transition; a higher `version` is a later transition
     /// (calls from several threads may arrive out of order).
