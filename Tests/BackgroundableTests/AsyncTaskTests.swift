@@ -111,12 +111,17 @@ struct AsyncTaskTests {
 
     @Test func wrappingTaskCarriesNameAndPriority() async throws {
         let (queue, _) = makeQueue()
-        let handle = queue.addTask(name: "named-unit", priority: .low) {
-            (Task.name, Task.currentPriority)
+        let seen = Recorder<(String?, TaskPriority)>()
+        let ran = Signal()
+        // Not awaited (an awaiter of higher priority would escalate it): observed.
+        queue.add(name: "named-unit", priority: .low) { unit in
+            seen.append((Task.name, Task.currentPriority))
+            ran.signal()
+            unit.finish()
         }
-        let (name, priority) = try await handle.value
-        #expect(name == "named-unit")
-        #expect(priority == .low)
+        await ran.wait()
+        #expect(seen.all.first?.0 == "named-unit")
+        #expect(seen.all.first?.1 == .low)
     }
 
     @Test func priorityReadsBackAsGiven() {

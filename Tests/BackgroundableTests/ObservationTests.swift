@@ -21,6 +21,7 @@ struct ObservationTests {
             case .backgroundTimeExpiring: seen.append("expiring")
             case .retrying: seen.append("retrying")
             case .joined: seen.append("joined")
+            case .escalated: seen.append("escalated")
             }
             if seen.last == "idle" { break }
         }

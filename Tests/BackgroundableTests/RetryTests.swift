@@ -78,7 +78,7 @@ struct RetryTests {
             case .started: seen.append("started")
             case .retrying(_, let attempt, _, _): seen.append("retrying \(attempt)")
             case .ended(_, let outcome): seen.append("ended \(outcome.kind)")
-            case .busy, .idle, .backgroundTimeExpiring, .joined: continue
+            case .busy, .idle, .backgroundTimeExpiring, .joined, .escalated: continue
             }
             if seen.last?.hasPrefix("ended") == true { break }
         }

@@ -215,7 +215,7 @@ typealias BridgeStorage = QueueStorage<Operation, NoInbox<Operation>>
 
 extension Operation: QueueMember {
     /// Foundation starts the bridge's members.
-    func startFromQueue() {}
+    func startFromQueue(priority: UInt8) {}
 
     /// Replacement, a timeout or an expiry: an ``AsyncOperation`` ends its unit with
     /// the outcome; any other operation is cancelled.

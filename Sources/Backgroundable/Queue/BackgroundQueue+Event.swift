@@ -18,6 +18,9 @@ extension BackgroundQueue {
         /// its name instead of being added: it ends with `primary`'s outcome, when
         /// `primary` ends (no other event of the queue is about it).
         case joined(AsyncTask, primary: AsyncTask)
+        /// A task of higher priority awaits the unit: it was escalated to `priority` —
+        /// its place in the start order while it waits, its `Task` once it runs.
+        case escalated(AsyncTask, priority: TaskPriority)
         /// The background time the queue held expired; the expiration policy is applied next.
         case backgroundTimeExpiring
     }

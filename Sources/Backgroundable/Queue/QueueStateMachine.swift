@@ -46,8 +46,9 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// What the storage must do once the lock is released, in order.
     enum Action {
-        /// Start the member's work (it is counted as executing).
-        case start(Member)
+        /// Start the member's work (it is counted as executing), at `priority` (its own,
+        /// or higher when it was escalated while it waited).
+        case start(Member, priority: UInt8)
         /// End the member with this outcome; its ``memberEnded(_:_:actions:)`` follows
         /// (with this outcome, or the one it reached first).
         case end(Member, AsyncTask.Outcome)
@@ -452,9 +453,9 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Starting
 
-    /// The key a priority is ranked by: none ranks as `medium`, like a `Task`'s.
+    /// The key a priority is ranked by (see ``AsyncTask/rank(_:)``).
     private static func rank(_ priority: UInt8) -> UInt8 {
-        priority == 0 ? TaskPriority.medium.rawValue : priority
+        AsyncTask.rank(priority)
     }
 
     private mutating func makeReady(_ slot: Int32) {
@@ -470,13 +471,16 @@ struct QueueStateMachine<Member: AnyObject> {
         readyCount += 1
     }
 
-    private func isReady(_ entry: TicketQueue.Entry) -> Bool {
-        Self.isReady(entry, in: records)
+    /// Whether `entry`, queued at `rank`, names a ready member of that rank (an escalated
+    /// member leaves a stale entry at its former rank).
+    private func isReady(_ entry: TicketQueue.Entry, rank: UInt8) -> Bool {
+        Self.isReady(entry, rank: rank, in: records)
     }
 
-    private static func isReady(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
+    private static func isReady(_ entry: TicketQueue.Entry, rank: UInt8, in records: [Record]) -> Bool {
         let index = Int(entry.slot)
         return entry.names(records[index].ticket) && records[index].place == .ready && !records[index].isEnding
+            && Self.rank(records[index].priority) == rank
     }
 
     /// Whether anything may start now.
@@ -493,7 +497,7 @@ struct QueueStateMachine<Member: AnyObject> {
         for index in ready.indices {
             while let entry = ready[index].queue.first {
                 ready[index].queue.removeFirst()
-                if isReady(entry) { return entry.slot }
+                if isReady(entry, rank: ready[index].priority) { return entry.slot }
             }
         }
         return nil
@@ -504,7 +508,7 @@ struct QueueStateMachine<Member: AnyObject> {
         guard readyCount > 0 else { return false }
         for index in ready.indices {
             while let entry = ready[index].queue.first {
-                if isReady(entry) { return true }
+                if isReady(entry, rank: ready[index].priority) { return true }
                 ready[index].queue.removeFirst()
             }
         }
@@ -558,7 +562,7 @@ struct QueueStateMachine<Member: AnyObject> {
         records[Int(slot)].attempt &+= 1
         armDeadline(slot, actions: &actions)
         emit(.started(member), actions: &actions)
-        actions.append(.start(member))
+        actions.append(.start(member, priority: records[Int(slot)].priority))
     }
 
     /// Arms the deadline of a member that just started executing (timeout > 0).
@@ -730,6 +734,26 @@ struct QueueStateMachine<Member: AnyObject> {
         return true
     }
 
+    /// A caller of higher priority waits for the member: from now on it ranks at
+    /// `priority` (it never goes down). A ready member moves to that rank's queue, behind
+    /// the members already there; listeners hear `escalated`. `false` when the member is
+    /// not held (its end is on its way) or already ranks as high.
+    @discardableResult
+    mutating func memberEscalated(_ handle: Handle, to priority: UInt8, actions: inout Actions) -> Bool {
+        guard let slot = slot(of: handle), !records[Int(slot)].isEnding,
+            Self.rank(priority) > Self.rank(records[Int(slot)].priority)
+        else { return false }
+        records[Int(slot)].priority = priority
+        if records[Int(slot)].place == .ready {
+            // Its entry at the former rank goes stale; makeReady counts it again.
+            readyCount -= 1
+            makeReady(slot)
+        }
+        let member = records[Int(slot)].member!
+        emit(.escalated(member, priority: priority), actions: &actions)
+        return true
+    }
+
     /// Ends every live member (waiting and executing) with ``AsyncTask/Outcome/cancelled``.
     mutating func cancelAll(actions: inout Actions) {
         cancel(actions: &actions) { _ in true }
@@ -837,7 +861,8 @@ struct QueueStateMachine<Member: AnyObject> {
             if total > 64 + 2 * readyCount {
                 let records = self.records
                 for index in ready.indices {
-                    ready[index].queue.compact { Self.isReady($0, in: records) }
+                    let rank = ready[index].priority
+                    ready[index].queue.compact { Self.isReady($0, rank: rank, in: records) }
                 }
                 ready.removeAll { $0.queue.isEmpty }
             }
@@ -1044,6 +1069,8 @@ enum QueueEvent<Member> {
     case retrying(Member, RetryNote)
     /// A member joined the live member `primary` instead of being added.
     case joined(Member, primary: Member)
+    /// A member was escalated to `priority` (a raw `TaskPriority`).
+    case escalated(Member, priority: UInt8)
     case backgroundTimeExpiring
 }
 
@@ -1065,6 +1092,7 @@ extension QueueEvent {
         case .ended: .ended
         case .retrying: .retrying
         case .joined: .joined
+        case .escalated: .escalated
         case .backgroundTimeExpiring: .backgroundTimeExpiring
         }
     }
@@ -1082,7 +1110,8 @@ struct ObservedEvents: OptionSet, Sendable {
     static let backgroundTimeExpiring = Self(rawValue: 1 << 3)
     static let retrying = Self(rawValue: 1 << 4)
     static let joined = Self(rawValue: 1 << 5)
-    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring, .retrying, .joined]
+    static let escalated = Self(rawValue: 1 << 6)
+    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring, .retrying, .joined, .escalated]
 }
 
 /// What happened to one member, for ``QueueMember/publicEvent(_:)``.
@@ -1092,4 +1121,5 @@ enum MemberEvent: Sendable {
     case ended(AsyncTask.Outcome)
     case retrying(RetryNote)
     case joined(primary: any QueueMember)
+    case escalated(priority: UInt8)
 }

@@ -2,8 +2,9 @@ import Synchronization
 
 /// Something a queue schedules: an ``AsyncTask``, or an `Operation` in the bridge.
 protocol QueueMember: AnyObject, Sendable {
-    /// Starts the member's work; the queue counts it as executing from now on.
-    func startFromQueue()
+    /// Starts the member's work at `priority` (a raw `TaskPriority`: its own, or higher
+    /// when it was escalated while it waited); the queue counts it as executing from now on.
+    func startFromQueue(priority: UInt8)
     /// Ends the member from the queue's side (replaced, timed out, cancelled,
     /// dropped). Does nothing when it has already ended.
     func endFromQueue(_ outcome: AsyncTask.Outcome)
@@ -192,8 +193,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
         for action in actions {
             switch action {
-            case .start(let member):
-                member.startFromQueue()
+            case .start(let member, let priority):
+                member.startFromQueue(priority: priority)
             case .end(let member, let outcome), .reject(let member, let outcome):
                 member.endFromQueue(outcome)
             case .join(let member, let primary):
@@ -313,6 +314,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         case .ended(let member, let outcome): member.publicEvent(.ended(outcome))
         case .retrying(let member, let retry): member.publicEvent(.retrying(retry))
         case .joined(let member, let primary): member.publicEvent(.joined(primary: primary))
+        case .escalated(let member, let priority): member.publicEvent(.escalated(priority: priority))
         case .backgroundTimeExpiring: .backgroundTimeExpiring
         }
     }

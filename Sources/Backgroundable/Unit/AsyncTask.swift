@@ -389,6 +389,9 @@ public final class AsyncTask: Sendable {
                 } else if Task.isCancelled {
                     // Cancelled before it was registered: the handler found nothing.
                     awaiterCancelled(taskID)
+                } else {
+                    let awaiting = Task.currentPriority
+                    if Self.rank(awaiting.rawValue) > Self.rank(priorityRawValue) { escalate(to: awaiting) }
                 }
                 action()
             }
@@ -411,6 +414,37 @@ public final class AsyncTask: Sendable {
         case .nothing:
             break
         }
+    }
+
+    /// A task of `priority` waits for the unit: its `Task` runs at least at `priority`
+    /// (`Task.escalatePriority`), and while it waits in its queue it ranks at `priority`
+    /// in the start order (listeners hear `escalated`). A unit that joined shared work
+    /// escalates that work. Never lowers a priority.
+    func escalate(to priority: TaskPriority) {
+        let (task, queue, handle, shared) = state.withLock { state in
+            let admitted = state.owner.flatMap { $0.isAdmitted ? $0 : nil }
+            return (state.runningTask, admitted?.queue, admitted?.handle, state.sharedWork)
+        }
+        if let task { Self.escalate(task, to: priority) }
+        if let queue, let handle {
+            queue.transition { machine, actions in
+                machine.memberEscalated(handle, to: priority.rawValue, actions: &actions)
+            }
+        }
+        if let primary = shared?.primary, primary !== self { primary.escalate(to: priority) }
+    }
+
+    /// `Task.escalatePriority` where the platform has it (SE-0462; Linux, and Apple
+    /// platforms from their 26 releases); before that, a unit's `Task` keeps its priority.
+    static func escalate(_ task: Task<Void, Never>, to priority: TaskPriority) {
+        if #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) {
+            task.escalatePriority(to: priority)
+        }
+    }
+
+    /// The key a priority is ranked by: none ranks as `medium`, like a `Task`'s.
+    static func rank(_ priority: UInt8) -> UInt8 {
+        priority == 0 ? TaskPriority.medium.rawValue : priority
     }
 
     private var isAwaitedByItsOwnBody: Bool {
@@ -468,7 +502,8 @@ public final class AsyncTask: Sendable {
 
     /// Creates the wrapping `Task` of a unit that has just moved to `launching`. The
     /// `Task` takes the work from the unit's state when it runs.
-    func launchTask() {
+    func launchTask(priority raw: UInt8? = nil) {
+        let priority = raw.map { $0 == priorityRawValue ? self.priority : TaskPriority(rawValue: $0) } ?? priority
         let task = Task.detached(name: name, priority: priority) {
             await self.execute()
         }
@@ -536,13 +571,28 @@ extension AsyncTask {
                 end(.finished, value: Boxed(try await body()))
                 return
             } catch {
-                guard let delay = retryDelay(after: error), await waitToRetry(after: error, delay: delay) else {
+                guard let delay = retryDelay(after: error), await waitToRetryEscalating(after: error, delay: delay)
+                else {
                     // Also when the unit ended meanwhile: then this is a no-op.
                     end(.failed(error))
                     return
                 }
             }
         }
+    }
+
+    /// ``waitToRetry(after:delay:)``, and while the unit waits, a runtime escalation of
+    /// its `Task` (someone awaited the `Task` itself) raises its place in the start order
+    /// too, as an awaiting caller's does.
+    private func waitToRetryEscalating(after error: any Error, delay: Duration) async -> Bool {
+        if #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) {
+            return await withTaskPriorityEscalationHandler {
+                await waitToRetry(after: error, delay: delay)
+            } onPriorityEscalated: { _, priority in
+                self.escalate(to: priority)
+            }
+        }
+        return await waitToRetry(after: error, delay: delay)
     }
 
     /// The wait before the next attempt, after the current one failed with `error`;
@@ -628,11 +678,14 @@ extension AsyncTask: QueueMember {
     var runningTask: Task<Void, Never>? { state.withLock { $0.runningTask } }
 
     /// The queue started the unit: it moves to launching and gets its `Task`.
-    func startFromQueue() {
+    func startFromQueue(priority: UInt8) {
         switch state.withLock({ $0.launch() }) {
-        case .task: launchTask()
-        case .nextAttempt(let parked): parked.resume()
-        case nil: break
+        case .task:
+            launchTask(priority: priority)
+        case .nextAttempt(let parked):
+            parked.resume()
+        case nil:
+            break
         }
     }
 
@@ -647,6 +700,7 @@ extension AsyncTask: QueueMember {
         case .ended(let outcome): .ended(self, outcome)
         case .retrying(let retry): .retrying(self, attempt: retry.attempt, error: retry.error, delay: retry.delay)
         case .joined(let primary): (primary as? AsyncTask).map { .joined(self, primary: $0) }
+        case .escalated(let priority): .escalated(self, priority: TaskPriority(rawValue: priority))
         }
     }
 }

@@ -116,7 +116,7 @@ struct CoreRegressionTests {
         actions = []
         machine.memberEnded(holderHandle, .finished, actions: &actions)
         #expect(machine.enqueuedCount == 2)
-        let started = actions.compactMap { if case .start(let member) = $0 { member.id } else { nil } }
+        let started = actions.compactMap { if case .start(let member, _) = $0 { member.id } else { nil } }
         #expect(started == [1])
     }
 

@@ -35,7 +35,8 @@ struct ReferenceQueue {
     struct Unit {
         let id: Int
         let name: String?
-        let rank: UInt8
+        /// Its priority's rank; an escalation raises it.
+        var rank: UInt8
         let timeout: Int64?
         /// Its lane (`nil` for none, and for members of a sequential batch).
         let lane: String?
@@ -142,6 +143,19 @@ struct ReferenceQueue {
         units[id]!.deadline = .max
         units[id]!.startTime = delay > 0 ? now + delay : .min
         unblock(id)
+    }
+
+    /// A caller of `priority` waits for `id`: it ranks at least there; a ready member
+    /// becomes ready again at its new rank (behind the ones there). `false` when nothing
+    /// changes.
+    mutating func escalate(_ id: Int, to priority: UInt8) -> Bool {
+        guard let unit = units[id], !unit.ending, Self.rank(priority) > unit.rank else { return false }
+        units[id]!.rank = Self.rank(priority)
+        if unit.place == .ready {
+            readySequences += 1
+            units[id]!.readySequence = readySequences
+        }
+        return true
     }
 
     /// The clock moved: delayed members whose start time came are ready, earliest
@@ -294,7 +308,10 @@ struct MachineHarness {
     mutating func perform(_ actions: Machine.Actions) {
         for action in actions {
             switch action {
-            case .start(let member):
+            case .start(let member, let priority):
+                if ReferenceQueue.rank(priority) != reference.units[member.id]?.rank {
+                    reference.problems.append("started \(member.id) at \(priority)")
+                }
                 reference.started(member.id, now: clock.now)
                 executing.insert(member.id)
             case .reject(let member, let outcome):
@@ -536,7 +553,24 @@ struct QueueStateMachineModelTests {
                 let delay = rng.chance(30) ? 0 : Int64.random(in: 1...40, using: &rng)
                 log.append("\(unit.id) retries after \(delay)")
                 harness.retry(unit.id, delay: delay)
-            case 38..<45:
+            case 38..<41:
+                // A caller of higher priority waits for a live member.
+                guard
+                    let unit = harness.reference.units.values.sorted(by: { $0.id < $1.id }).filter({ !$0.ending })
+                        .randomElement(using: &rng)
+                else { continue }
+                let priority = rng.pick([UInt8(9), 17, 21, 25, 33])
+                log.append("\(unit.id) escalated to p\(priority)")
+                let expected = harness.reference.escalate(unit.id, to: priority)
+                let handle = harness.handles[unit.id]!
+                var escalated = false
+                harness.transition { machine, actions in
+                    escalated = machine.memberEscalated(handle, to: priority, actions: &actions)
+                }
+                if escalated != expected {
+                    harness.reference.problems.append("escalating \(unit.id): \(escalated), expected \(expected)")
+                }
+            case 41..<45:
                 // A member ends by itself: an executing one finishes, fails or is
                 // cancelled; a waiting one is cancelled.
                 guard

@@ -704,6 +704,7 @@ private struct Check {
         var enqueued: Set<ObjectIdentifier> = []
         /// Units between two attempts: the only ones that may start again.
         var betweenAttempts: Set<ObjectIdentifier> = []
+        var escalated: Set<ObjectIdentifier> = []
         var started: [ObjectIdentifier: Int] = [:]
         var ended: [ObjectIdentifier: Int] = [:]
         var executing = 0
@@ -751,13 +752,16 @@ private struct Check {
                         )
                     }
                 }
+            case .escalated(let unit, _):
+                // An awaiter of higher priority moved it ahead: not in FIFO order any more.
+                escalated.insert(ObjectIdentifier(unit))
             case .busy, .idle, .backgroundTimeExpiring:
                 break
             }
         }
         for key in enqueued where ended[key] == nil { failures.append("\(label): a unit was enqueued and never ended") }
         if maximum > (tested.limit ?? .max) { failures.append("\(label): \(maximum) units executed at once") }
-        return failures + checkOrder(tested, events, started, ended, snapshots, label: label)
+        return failures + checkOrder(tested, events, started, ended, snapshots, escalated, label: label)
     }
 
     /// FIFO among equal priorities (plain adds from the one driver thread), sequential
@@ -768,6 +772,7 @@ private struct Check {
         _ started: [ObjectIdentifier: Int],
         _ ended: [ObjectIdentifier: Int],
         _ snapshots: [Int: Probe.State],
+        _ escalated: Set<ObjectIdentifier>,
         label: String
     ) -> [String] {
         var failures: [String] = []
@@ -781,7 +786,7 @@ private struct Check {
             guard case .started(let unit) = event, seen.insert(ObjectIdentifier(unit)).inserted,
                 let probe = probeOfUnit[ObjectIdentifier(unit)]
             else { continue }
-            if let order = probe.order {
+            if let order = probe.order, !escalated.contains(ObjectIdentifier(unit)) {
                 if let last = lastOrder[probe.priority], last > order {
                     failures.append(
                         "\(label): FIFO broken at priority \(probe.priority): order \(order) started after \(last)")
