@@ -10,14 +10,15 @@
     /// `backgroundable.attempts`, an event `started` when each attempt starts, an event
     /// `retrying` (with the attempt, its error and the delay) between two attempts, an
     /// event `joined` for each caller that joined it (``UniquenessPolicy/join``: such a
-    /// caller has no span of its own), and the error of a failed unit.
+    /// caller has no span of its own), an event `escalated` (with the priority) when a
+    /// task of higher priority awaited it, and the error of a failed unit.
     ///
     /// A queue created while no tracer is bootstrapped (`InstrumentationSystem.bootstrap`)
     /// traces nothing and costs nothing.
     final class QueueTracing: QueueObserver {
         private let queue: String
         private let spans = Lock<[ObjectIdentifier: any Span]>([:])
-        let events: ObservedEvents = [.enqueued, .started, .ended, .retrying, .joined]
+        let events: ObservedEvents = [.enqueued, .started, .ended, .retrying, .joined, .escalated]
 
         init?(queue: String) {
             guard !(InstrumentationSystem.tracer is NoOpTracer) else { return nil }
@@ -52,6 +53,10 @@
                     SpanEvent(name: "retrying", attributes: attributes))
             case .joined(_, let primary):
                 spans.withLock { $0[ObjectIdentifier(primary)] }?.addEvent("joined")
+            case .escalated(let unit, let priority):
+                let attributes: SpanAttributes = ["backgroundable.priority": .int64(Int64(priority))]
+                spans.withLock { $0[ObjectIdentifier(unit)] }?.addEvent(
+                    SpanEvent(name: "escalated", attributes: attributes))
             case .backgroundTimeExpiring:
                 break
             }
