@@ -495,9 +495,12 @@ struct QueueStateMachine<Member: AnyObject> {
     private mutating func popReady() -> Int32? {
         guard readyCount > 0 else { return nil }
         for index in ready.indices {
+            // Read before the loop: an argument read from `self` next to the call that
+            // borrows it would copy the whole machine (≈ 20 % on `e2e.BackgroundQueue.limit1`).
+            let rank = ready[index].priority
             while let entry = ready[index].queue.first {
                 ready[index].queue.removeFirst()
-                if isReady(entry, rank: ready[index].priority) { return entry.slot }
+                if isReady(entry, rank: rank) { return entry.slot }
             }
         }
         return nil
@@ -507,8 +510,9 @@ struct QueueStateMachine<Member: AnyObject> {
     private mutating func hasReady() -> Bool {
         guard readyCount > 0 else { return false }
         for index in ready.indices {
+            let rank = ready[index].priority
             while let entry = ready[index].queue.first {
-                if isReady(entry, rank: ready[index].priority) { return true }
+                if isReady(entry, rank: rank) { return true }
                 ready[index].queue.removeFirst()
             }
         }
