@@ -66,12 +66,21 @@ struct TicketQueue {
 /// ``TicketQueue``'s: O(log n) to add and to pop, whatever the timeouts are. Equal
 /// deadlines come out in ticket order (admission order).
 struct DeadlineHeap {
+    /// Ordered so that it takes 24 bytes (slot and attempt share the last word): the
+    /// heap holds one entry per timed or delayed member.
     struct Entry {
         var deadline: Int64
-        var slot: Int32
         var ticket: UInt64
+        var slot: Int32
         /// The member's attempt the deadline belongs to (start times: unused).
-        var attempt: UInt8 = 0
+        var attempt: UInt8
+
+        init(deadline: Int64, slot: Int32, ticket: UInt64, attempt: UInt8 = 0) {
+            self.deadline = deadline
+            self.ticket = ticket
+            self.slot = slot
+            self.attempt = attempt
+        }
 
         func precedes(_ other: Entry) -> Bool {
             (deadline, ticket) < (other.deadline, other.ticket)
