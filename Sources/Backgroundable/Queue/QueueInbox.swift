@@ -98,15 +98,16 @@ final class UnitInbox: QueueInbox {
             if exchanged { break }
             old = current
         }
-        var admissions: [QueueStateMachine<AsyncTask>.Admission] = []
+        // Newest first on the stack: the units are reversed, then their admissions made
+        // in one pass (reversing the admissions themselves moves far larger values).
+        var units: [AsyncTask] = []
         var node = old & ~1
         while let pointer = UnsafeRawPointer(bitPattern: node) {
             let unit = Unmanaged<AsyncTask>.fromOpaque(pointer).takeRetainedValue()
             node = unit.inboxNext
-            admissions.append(unit.admission)
+            units.append(unit)
         }
-        admissions.reverse()
-        return admissions
+        return units.reversed().map(\.admission)
     }
 
     func mirror(drainerScheduled: Bool) -> Bool {
