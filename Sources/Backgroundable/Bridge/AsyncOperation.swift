@@ -68,6 +68,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     private let closure: (@Sendable (AsyncOperation) -> Void)?
     private let onTimeoutCallback: (@Sendable (AsyncOperation) -> Void)?
     private let bridge = Lock(BridgeState())
+    /// The operation's Foundation `Progress` (see ``progress``), made on first read.
+    let foundationProgress = Lock<Progress?>(nil)
 
     /// Creates an operation with the 1.x initializer.
     ///
@@ -282,6 +284,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
         if let tracking { tracking.queue.memberEnded(tracking.handle, unit.currentOutcome ?? .finished) }
+        if let progress = foundationProgress.withLock({ $0 }) { Self.complete(progress, unit.currentOutcome) }
         for observer in observers { observer() }
         if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
             onTimeoutCallback(self)

@@ -54,6 +54,8 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     private let delegateBox = Lock(WeakOperationQueueDelegate())
     /// Where the delegate's notifications wait for the main actor.
     private let mailbox = MainActorMailbox()
+    /// The queue's Foundation `Progress` and its watch (see ``progress``), made on first read.
+    private let foundationProgress = Lock<(progress: Progress, watch: UInt64?)?>(nil)
 
     /// Creates a queue.
     ///
@@ -71,6 +73,37 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         super.init()
         self.name = name
         storage.front = self
+    }
+
+    deinit {
+        if let watch = foundationProgress.withLock({ $0?.watch }) { storage.unwatchProgress(watch) }
+    }
+
+    // MARK: Progress
+
+    /// The queue's progress through its busy period as a Foundation `Progress`, fed by
+    /// the queue's own counts: one unit per operation added in the busy period
+    /// (`totalUnitCount`), completed when the operation finished, whatever its outcome.
+    /// A new busy period starts again from zero.
+    ///
+    /// Made on first read; from then on the queue updates it on every change, on the
+    /// thread that delivers the queue's notifications, outside the queue's locks (so
+    /// `Progress` observers run there too). Counts whole operations, like
+    /// `OperationQueue.progress`: the partial progress an ``AsyncOperation`` reports shows
+    /// in its own ``AsyncOperation/progress``.
+    open override var progress: Progress {
+        let (progress, isNew) = foundationProgress.withLock { stored -> (Progress, Bool) in
+            if let stored { return (stored.progress, false) }
+            let progress = Progress.discreteProgress(totalUnitCount: 0)
+            stored = (progress, nil)
+            return (progress, true)
+        }
+        if isNew {
+            // Registered outside the lock: the first update may run on this thread.
+            let watch = storage.watchProgress(names: 0) { progress.follow($0.progress, unitsPerMember: 1) }
+            foundationProgress.withLock { $0?.watch = watch }
+        }
+        return progress
     }
 
     // MARK: Delegate
@@ -238,6 +271,11 @@ extension Operation: QueueMember {
     }
 
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event? { nil }
+
+    /// The bridge's queues count their operations whole: none reports partial progress.
+    var reportedProgress: Double? { nil }
+
+    var memberName: String? { name }
 }
 
 private struct WeakOperationQueueDelegate {

@@ -38,6 +38,9 @@ struct TicketQueue {
     /// The oldest entry, stale or not.
     var first: Entry? { head < entries.count ? entries[head] : nil }
 
+    /// The entries, first to last.
+    var elements: ArraySlice<Entry> { entries[head...] }
+
     mutating func removeFirst() {
         head += 1
         if head == entries.count {

@@ -372,6 +372,27 @@ public actor BackgroundQueue {
         core.makeEventStream()
     }
 
+    /// How far the queue is through its current busy period, now: units done over
+    /// units added, plus the progress its executing units reported (see
+    /// ``QueueProgress``). Reading it takes the queue's lock once, then reads each
+    /// executing unit that reports progress: O(those units).
+    public nonisolated var progress: QueueProgress {
+        core.progress()
+    }
+
+    /// A new stream of the queue's ``progress``: its current value at once, then each
+    /// change — a unit added, started, retried or ended, the busy period beginning or
+    /// ending — and, while executing units report progress, a sample ten times a second.
+    ///
+    /// Coalesced: the stream keeps only the newest value, so a slow consumer sees the
+    /// latest progress, never a backlog; consecutive equal values are sent once. A queue
+    /// pays for progress only while a stream (or a ``BackgroundQueueActivity``) watches
+    /// it. The stream finishes when the queue has been deinitialised and is idle;
+    /// stopping the iteration (or cancelling its task) unregisters it.
+    public nonisolated var progressUpdates: AsyncStream<QueueProgress> {
+        core.makeProgressStream()
+    }
+
     /// Receives the two 1.x notifications on the main actor: the queue went busy, the
     /// queue went idle. Held weakly. Calls are made in order, exactly once per busy
     /// period, after the transition (see ``BackgroundQueueDelegate``).

@@ -123,6 +123,10 @@ struct QueueStateMachine<Member: AnyObject> {
         /// ``idleDelivered(period:)`` and resume the waiters it returns.
         case idle(period: UInt64)
         case event(QueueEvent<Member>)
+        /// The queue's progress changed (or is due for a sample): the deliverer reads it
+        /// (``readProgress(names:)``) and hands it to the progress watchers. Posted only
+        /// while someone watches, at most once until it is taken.
+        case progress
         /// The queue was closed and is idle: nothing more will be delivered.
         case closed
     }
@@ -241,6 +245,29 @@ struct QueueStateMachine<Member: AnyObject> {
     private var spareOutbox: [Delivery] = []
     private var isDelivering = false
 
+    /// Members admitted in the current busy period (the last one while idle), and how
+    /// many of them reached their outcome: the queue's progress in whole members.
+    private(set) var periodAdmitted = 0
+    private(set) var periodEnded = 0
+    /// Executing members that reported progress in their current attempt, by slot: the
+    /// only ones whose partial progress is read.
+    private var reporting: [Int32: Member] = [:]
+    /// Who watches the queue's progress (streams, models, providers); how many of them
+    /// want the executing members' names too.
+    private var progressWatchers = 0
+    private var namesWatchers = 0
+    /// While names are watched: the executing members in the order they started. An
+    /// entry whose member stopped executing is stale: skipped, then dropped.
+    private var startOrder = TicketQueue()
+    /// A ``Delivery/progress`` is in the outbox.
+    private var progressPosted = false
+    /// When the sleeper next samples the partial progress of the reporting members:
+    /// set while someone watches and a member reports, `nil` otherwise.
+    private var progressSample: Int64?
+    /// How often watchers hear the partial progress of executing members: reporting
+    /// is a plain store in the member, so it is sampled rather than pushed (10 Hz).
+    static var progressSampleInterval: Int64 { 100_000_000 }
+
     init(limit: Int, reportsBusyPeriods: Bool = true, now: @escaping @Sendable () -> Int64) {
         self.limit = Swift.max(1, limit)
         self.reportsBusyPeriods = reportsBusyPeriods
@@ -349,6 +376,8 @@ struct QueueStateMachine<Member: AnyObject> {
         if let name = admission.name { addToName(slot, name) }
         enqueuedCount += 1
         becomeBusyIfIdle(actions: &actions)
+        periodAdmitted += 1
+        noteProgress(actions: &actions)
         return slot
     }
 
@@ -557,6 +586,7 @@ struct QueueStateMachine<Member: AnyObject> {
             release(slot)
             actions.append(.reject(member, .timedOut))
             emit(.ended(member, .timedOut), actions: &actions)
+            noteProgress(actions: &actions)
             return
         }
         enqueuedCount -= 1
@@ -566,6 +596,7 @@ struct QueueStateMachine<Member: AnyObject> {
         records[Int(slot)].attempt &+= 1
         armDeadline(slot, actions: &actions)
         emit(.started(member), actions: &actions)
+        noteStarted(slot, actions: &actions)
         actions.append(.start(member, priority: records[Int(slot)].priority))
     }
 
@@ -630,6 +661,7 @@ struct QueueStateMachine<Member: AnyObject> {
             armDeadline(slot, actions: &actions)
             emit(.started(member), actions: &actions)
         }
+        noteStarted(slot, actions: &actions)
         return self.handle(of: slot)
     }
 
@@ -656,6 +688,8 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         release(slot)
         compactIfMostlyStale()
+        // Before the idle notification: whoever waits for idle finds the watchers told.
+        noteProgress(actions: &actions)
         if !becomeIdleIfDone(actions: &actions) {
             startReady(inline: 2, actions: &actions)
         }
@@ -668,6 +702,8 @@ struct QueueStateMachine<Member: AnyObject> {
             records[Int(slot)].place, records[Int(slot)].predecessor, records[Int(slot)].successor
         )
         liveCount -= 1
+        periodEnded += 1
+        if !reporting.isEmpty { reporting[slot] = nil }
         removeFromName(slot)
         leaveLane(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
@@ -725,6 +761,7 @@ struct QueueStateMachine<Member: AnyObject> {
         else { return false }
         executingCount -= 1
         if records[Int(slot)].timeout > 0 { timedCount -= 1 }
+        if !reporting.isEmpty { reporting[slot] = nil }
         enqueuedCount += 1
         if delay > 0 {
             records[Int(slot)].place = .delayed
@@ -735,6 +772,7 @@ struct QueueStateMachine<Member: AnyObject> {
         let member = records[Int(slot)].member!
         emit(.retrying(member, retry), actions: &actions)
         startReady(inline: 1, actions: &actions)
+        noteProgress(actions: &actions)
         return true
     }
 
@@ -814,13 +852,13 @@ struct QueueStateMachine<Member: AnyObject> {
             startTimes.removeFirst()
         }
         if becameReady { startReady(inline: 64, actions: &actions) }
-        let next =
-            switch (deadlines.first?.deadline, startTimes.first?.deadline) {
-            case (let deadline?, let start?): Swift.min(deadline, start)
-            case (let deadline?, nil): deadline
-            case (nil, let start?): start
-            case (nil, nil): Int64?.none
-            }
+        if let sample = progressSample, sample <= now {
+            progressSample = nil
+            noteProgress(actions: &actions)
+            scheduleProgressSample(actions: &actions)
+        }
+        let next = [deadlines.first?.deadline, startTimes.first?.deadline, progressSample].lazy.compactMap { $0 }
+            .min()
         guard let next else {
             sleeper = nil
             return nil
@@ -858,6 +896,11 @@ struct QueueStateMachine<Member: AnyObject> {
         if startTimes.count > 64 + 2 * delayedCount {
             let records = self.records
             startTimes.compact { Self.isDelayed($0, in: records) }
+        }
+        if startOrder.count > 64 + 2 * executingCount {
+            let records = self.records
+            var seen = Set<Int32>()
+            startOrder.compact { Self.isStarted($0, in: records) && seen.insert($0.slot).inserted }
         }
         if ready.count > 0 {
             var total = 0
@@ -911,6 +954,8 @@ struct QueueStateMachine<Member: AnyObject> {
         guard !isBusy else { return }
         isBusy = true
         period += 1
+        periodAdmitted = 0
+        periodEnded = 0
         guard reportsBusyPeriods else { return }
         backgroundTimeHeld = false
         post(.busy(period: period), actions: &actions)
@@ -943,6 +988,7 @@ struct QueueStateMachine<Member: AnyObject> {
         startTimes.removeAll()
         laneTails = [:]
         lanesByTail = [:]
+        startOrder.removeAll()
         names = [:]
         groups = []
         freeGroups = []
@@ -991,6 +1037,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// caller stops delivering). The two buffers are reused, not reallocated.
     mutating func takeDeliveries(into batch: inout [Delivery]) -> Bool {
         batch.removeAll(keepingCapacity: true)
+        progressPosted = false
         guard !outbox.isEmpty else {
             isDelivering = false
             if batch.capacity <= 64 { swap(&batch, &spareOutbox) }
@@ -1025,6 +1072,116 @@ struct QueueStateMachine<Member: AnyObject> {
         let covered = idleWaiters.filter { $0.value.period <= delivered }
         for registration in covered.keys { idleWaiters[registration] = nil }
         return covered.values.map(\.waiter)
+    }
+
+    // MARK: Progress
+
+    /// An executing member reported progress for the first time in its attempt: from now
+    /// on its partial progress counts in the queue's, until it stops executing. `false`
+    /// when the member is not executing (nothing happens).
+    @discardableResult
+    mutating func memberReportedProgress(_ handle: Handle, actions: inout Actions) -> Bool {
+        guard let slot = slot(of: handle), records[Int(slot)].place == .executing, !records[Int(slot)].isEnding
+        else { return false }
+        reporting[slot] = records[Int(slot)].member!
+        noteProgress(actions: &actions)
+        scheduleProgressSample(actions: &actions)
+        return true
+    }
+
+    /// Someone watches the queue's progress (with the executing members' names when
+    /// `names`): they hear it now, then after every change. Balanced by
+    /// ``unwatchProgress(names:)``.
+    mutating func watchProgress(names: Bool, actions: inout Actions) {
+        progressWatchers += 1
+        if names {
+            namesWatchers += 1
+            if namesWatchers == 1 {
+                // The members executing now, in admission order: the closest to their
+                // start order that the records tell.
+                let executing = records.indices.filter { records[$0].ticket != 0 && records[$0].place == .executing }
+                for slot in executing.sorted(by: { records[$0].ticket < records[$1].ticket }) {
+                    startOrder.append(.init(slot: Int32(slot), ticket: records[slot].ticket))
+                }
+            }
+        }
+        // The newcomer hears the current progress through the deliverer, in order with
+        // what is delivered after it (a delivery already posted covers it too).
+        noteProgress(actions: &actions)
+        scheduleProgressSample(actions: &actions)
+    }
+
+    mutating func unwatchProgress(names: Bool) {
+        progressWatchers -= 1
+        if names {
+            namesWatchers -= 1
+            if namesWatchers == 0 { startOrder.removeAll() }
+        }
+        if progressWatchers == 0 { progressSample = nil }
+    }
+
+    /// What the deliverer reads of the queue's progress (under the lock; the partial
+    /// progress of the `reporting` members is read from them after it): up to `names`
+    /// executing members in their start order, when names are watched.
+    struct ProgressReading {
+        var isBusy: Bool
+        var admitted: Int
+        var ended: Int
+        var enqueued: Int
+        var executing: Int
+        var reporting: [Member]
+        var executingMembers: [Member]
+    }
+
+    /// The progress now. O(reporting members + `names`), plus the stale start-order
+    /// entries it drops on the way.
+    mutating func readProgress(names limit: Int) -> ProgressReading {
+        var reading = ProgressReading(
+            isBusy: isBusy, admitted: periodAdmitted, ended: periodEnded, enqueued: enqueuedCount,
+            executing: executingCount, reporting: reporting.isEmpty ? [] : Array(reporting.values),
+            executingMembers: [])
+        guard limit > 0, namesWatchers > 0 else { return reading }
+        while let entry = startOrder.first, !isStarted(entry) {
+            startOrder.removeFirst()
+        }
+        var seen = Set<Int32>()
+        for entry in startOrder.elements where isStarted(entry) && seen.insert(entry.slot).inserted {
+            reading.executingMembers.append(records[Int(entry.slot)].member!)
+            if reading.executingMembers.count == limit { break }
+        }
+        return reading
+    }
+
+    private func isStarted(_ entry: TicketQueue.Entry) -> Bool {
+        Self.isStarted(entry, in: records)
+    }
+
+    private static func isStarted(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
+        let index = Int(entry.slot)
+        return entry.names(records[index].ticket) && records[index].place == .executing
+    }
+
+    /// Watchers hear that the progress changed: one delivery until the deliverer takes
+    /// it, however many changes come before. Nothing while nobody watches.
+    private mutating func noteProgress(actions: inout Actions) {
+        guard progressWatchers > 0, !progressPosted else { return }
+        progressPosted = true
+        post(.progress, actions: &actions)
+    }
+
+    private mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
+        guard progressWatchers > 0 else { return }
+        if namesWatchers > 0 { startOrder.append(.init(slot: slot, ticket: records[Int(slot)].ticket)) }
+        noteProgress(actions: &actions)
+    }
+
+    /// Arms the next sample of partial progress while someone watches and a member
+    /// reports.
+    private mutating func scheduleProgressSample(actions: inout Actions) {
+        guard progressWatchers > 0, !reporting.isEmpty, progressSample == nil else { return }
+        let (sample, overflow) = now().addingReportingOverflow(Self.progressSampleInterval)
+        progressSample = overflow ? .max : sample
+        wakeSleeper(at: progressSample!, actions: &actions)
     }
 
     // MARK: Reading

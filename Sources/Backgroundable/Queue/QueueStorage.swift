@@ -14,6 +14,11 @@ protocol QueueMember: AnyObject, Sendable {
     /// The public event about this member for a queue's listeners, if members of this
     /// kind have one.
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event?
+    /// The progress the member reported in its current attempt, from 0 to 1; `nil` for
+    /// none. Read from any thread, outside every lock: a plain load.
+    var reportedProgress: Double? { get }
+    /// The member's name, for progress watchers that list the executing members.
+    var memberName: String? { get }
 }
 
 /// The front end a storage tells about its busy periods (a delegate's two calls).
@@ -38,6 +43,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var machine: Machine
         var listeners: [UInt64: AsyncStream<BackgroundQueue.Event>.Continuation] = [:]
         var listenerIDs: UInt64 = 0
+        /// Who watches the queue's progress; see ``QueueStorage/watchProgress(names:deliver:finish:)``.
+        var watchers: [UInt64: ProgressWatcher] = [:]
         /// The current sleeper and its generation (see ``Machine/Action/armSleeper(deadline:generation:)``).
         var sleeper: (generation: UInt64, task: Task<Void, Never>)?
         /// The background time of the current busy period; only the deliverer and the
@@ -88,6 +95,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var machine = Machine(limit: limit, reportsBusyPeriods: reportsBusyPeriods, now: clock.now)
         machine.observedEvents = observerEvents
         self.state = Lock(Locked(machine: machine))
+        if let follower = provider as? any QueueProgressFollower {
+            watchProgress(names: 0) { follower.queueProgressChanged($0.progress) }
+        }
     }
 
     /// Runs one transition under the lock, then performs the actions it returned.
@@ -252,6 +262,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private struct DeliveryBatch {
         var deliveries: [Machine.Delivery] = []
         var listeners: [AsyncStream<BackgroundQueue.Event>.Continuation] = []
+        var watchers: [ProgressWatcher] = []
+        /// The progress when the batch was taken, if it has a `progress` delivery.
+        var progress: Machine.ProgressReading?
     }
 
     /// Under the lock: the next batch, or `false` when the outbox is empty (the machine
@@ -259,6 +272,12 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func takeBatch(from locked: inout Locked, into batch: inout DeliveryBatch) -> Bool {
         guard locked.machine.takeDeliveries(into: &batch.deliveries) else { return false }
         batch.listeners = locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
+        batch.watchers = locked.watchers.isEmpty ? [] : Array(locked.watchers.values)
+        batch.progress = nil
+        if !batch.watchers.isEmpty, batch.deliveries.contains(where: { if case .progress = $0 { true } else { false } }) {
+            let names = batch.watchers.lazy.map(\.names).max() ?? 0
+            batch.progress = locked.machine.readProgress(names: names)
+        }
         return true
     }
 
@@ -274,7 +293,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
             }
             taken = false
-            let (deliveries, listeners) = (batch.deliveries, batch.listeners)
+            let (deliveries, listeners, watchers) = (batch.deliveries, batch.listeners, batch.watchers)
             for delivery in deliveries {
                 switch delivery {
                 case .busy(let period):
@@ -300,8 +319,13 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                     if !listeners.isEmpty, let event = Self.publicEvent(event) {
                         for listener in listeners { listener.yield(event) }
                     }
+                case .progress:
+                    guard let reading = batch.progress else { break }
+                    let activity = QueueActivity(reading)
+                    for watcher in watchers { watcher.offer(activity) }
                 case .closed:
                     for listener in listeners { listener.finish() }
+                    for watcher in watchers { watcher.finish() }
                 }
             }
         }
@@ -371,4 +395,90 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// Listeners registered now: for tests that check nothing leaks.
     var listenerCount: Int { state.withLock { $0.listeners.count } }
+
+    // MARK: Progress
+
+    /// The queue's progress now (see ``QueueProgress``): its counts under the lock, then
+    /// the partial progress of the members that report, read from them.
+    func progress() -> QueueProgress {
+        QueueActivity(transition { machine, _ in machine.readProgress(names: 0) }).progress
+    }
+
+    /// Registers a progress watcher: `deliver` hears the current progress, then every
+    /// change (coalesced: the deliverer reads the latest when it gets to it, and a value
+    /// equal to the last one delivered is skipped), with up to `names` executing members'
+    /// names; `finish` runs once the queue closed and went idle. Both run on the
+    /// deliverer's thread, outside every lock, one call at a time. Returns the
+    /// registration for ``unwatchProgress(_:)``.
+    @discardableResult
+    func watchProgress(
+        names: Int, deliver: @escaping @Sendable (QueueActivity) -> Void, finish: @escaping @Sendable () -> Void = {}
+    ) -> UInt64? {
+        let watcher = ProgressWatcher(names: names, deliver: deliver, finish: finish)
+        let id = withLocked { locked, actions -> UInt64? in
+            guard !(locked.machine.isClosed && !locked.machine.isBusy) else { return nil }
+            locked.listenerIDs += 1
+            locked.watchers[locked.listenerIDs] = watcher
+            locked.machine.watchProgress(names: names > 0, actions: &actions)
+            return locked.listenerIDs
+        }
+        if id == nil {
+            deliver(QueueActivity(transition { machine, _ in machine.readProgress(names: 0) }))
+            finish()
+        }
+        return id
+    }
+
+    /// Ends a registration of ``watchProgress(names:deliver:finish:)``; unknown ones are ignored.
+    func unwatchProgress(_ id: UInt64) {
+        state.withLock { locked in
+            guard let watcher = locked.watchers.removeValue(forKey: id) else { return }
+            locked.machine.unwatchProgress(names: watcher.names > 0)
+        }
+    }
+
+    /// A new stream of the queue's progress: the current value first, then every change,
+    /// keeping only the newest for a slow consumer.
+    func makeProgressStream() -> AsyncStream<QueueProgress> {
+        let (stream, continuation) = AsyncStream.makeStream(of: QueueProgress.self, bufferingPolicy: .bufferingNewest(1))
+        let id = watchProgress(
+            names: 0, deliver: { continuation.yield($0.progress) }, finish: { continuation.finish() })
+        // Strong on purpose, as for the event streams: the cycle ends with the stream.
+        if let id { continuation.onTermination = { _ in self.unwatchProgress(id) } }
+        return stream
+    }
+
+    /// Progress watchers registered now: for tests that check nothing leaks.
+    var watcherCount: Int { state.withLock { $0.watchers.count } }
+}
+
+/// One progress watcher of a ``QueueStorage``.
+final class ProgressWatcher: Sendable {
+    /// How many executing members' names it wants.
+    let names: Int
+    private let deliver: @Sendable (QueueActivity) -> Void
+    private let onFinish: @Sendable () -> Void
+    /// What it was last told. Touched by the deliverer only: one thread at a time, each
+    /// taking over from the previous one through the queue's lock.
+    private nonisolated(unsafe) var last: QueueActivity?
+
+    init(names: Int, deliver: @escaping @Sendable (QueueActivity) -> Void, finish: @escaping @Sendable () -> Void) {
+        self.names = names
+        self.deliver = deliver
+        self.onFinish = finish
+    }
+
+    /// Tells the watcher `activity` (its names cut to what it wants) unless it equals the
+    /// last one it heard.
+    func offer(_ activity: QueueActivity) {
+        var activity = activity
+        if activity.executingNames.count > names { activity.executingNames.removeLast(activity.executingNames.count - names) }
+        guard activity != last else { return }
+        last = activity
+        deliver(activity)
+    }
+
+    func finish() {
+        onFinish()
+    }
 }

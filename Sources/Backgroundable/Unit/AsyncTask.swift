@@ -154,6 +154,12 @@ public final class AsyncTask: Sendable {
     /// `Optional` of the resilient `TaskPriority` is read through runtime calls, and the
     /// queue reads the priority of every unit it links.
     let priorityRawValue: UInt8
+    /// The progress the unit reported in its current attempt (see
+    /// ``reportProgress(_:)``): 0 for none, else 1 + the fraction in billionths.
+    /// Four bytes, declared here, where they fill the padding after the two bytes above:
+    /// the instance keeps its size (a wider word or another place would add 16 bytes per
+    /// unit with malloc's rounding, over `memory.BackgroundQueue.pendingUnit`'s target).
+    let progressBits = Atomic<UInt32>(0)
     /// The unit pushed before this one onto its queue's ``UnitInbox`` (an unmanaged
     /// reference's bits; 0 for none). Written by the pusher before the push publishes
     /// the unit, read by the one transition that takes it out: never concurrently.
@@ -494,7 +500,10 @@ public final class AsyncTask: Sendable {
     /// already), `ended` tells the queue here.
     func attach(_ handle: QueueCore.Machine.Handle, ended: (QueueCore.Machine.Handle, Outcome) -> Void) {
         switch state.withLock({ $0.attach(handle) }) {
-        case .attached: break
+        case .attached:
+            // A body started before this attach may have reported already: then only
+            // this attach can tell the queue (telling it twice is harmless).
+            if progressBits.load(ordering: .relaxed) != 0 { tellQueueAboutProgress() }
         case .ended(let outcome): ended(handle, outcome)
         case .retrying(let queue, let record): queue.memberRetrying(handle, after: record.delay, record.note)
         }
@@ -573,7 +582,7 @@ extension AsyncTask {
     private func runAttempts(of body: @isolated(any) () async throws -> any Sendable) async {
         while true {
             do {
-                end(.finished, value: Boxed(try await body()))
+                end(.finished, value: Boxed(try await Self.$current.withValue(self) { try await body() }))
                 return
             } catch {
                 guard let delay = retryDelay(after: error), await waitToRetryEscalating(after: error, delay: delay)
@@ -616,6 +625,8 @@ extension AsyncTask {
     /// `delay` and starts it again like any ready unit, which resumes the `Task`; a unit
     /// no queue holds (started by its front end) waits the delay itself.
     private func waitToRetry(after error: any Error, delay: Duration) async -> Bool {
+        // The next attempt reports its own progress, from none.
+        progressBits.store(0, ordering: .relaxed)
         switch state.withLock({ $0.beginRetry(after: error, delay: delay) }) {
         case .queue:
             // Resumed exactly once: here when the unit has ended, else by whichever of the
@@ -703,6 +714,10 @@ extension AsyncTask: QueueMember {
     func endFromQueue(_ outcome: Outcome) {
         end(outcome)
     }
+
+    var reportedProgress: Double? { fractionCompleted }
+
+    var memberName: String? { name }
 
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event? {
         switch event {

@@ -67,6 +67,9 @@ struct ReferenceQueue {
     var now: Int64 = 1_000
     var suspensions = 0
     var periods: UInt64 = 0
+    /// Members admitted in the current (or last) busy period, and those of them that left.
+    var periodAdmitted = 0
+    var periodEnded = 0
     var readySequences = 0
     var problems: [String] = []
 
@@ -109,7 +112,11 @@ struct ReferenceQueue {
                 }
             }
         }
-        if units.isEmpty { periods += 1 }
+        if units.isEmpty {
+            periods += 1
+            (periodAdmitted, periodEnded) = (0, 0)
+        }
+        periodAdmitted += 1
         let behind =
             behind ?? lane.flatMap { lane in units.values.first { $0.lane == lane && $0.successor == nil }?.id }
         let unit = Unit(
@@ -241,6 +248,7 @@ struct ReferenceQueue {
         guard let unit = units.removeValue(forKey: id) else {
             return problems.append("\(id) left twice or was never admitted")
         }
+        periodEnded += 1
         outcomes[id] = kind
         if unit.place == .blocked {
             units[unit.predecessor!]!.successor = unit.successor
@@ -394,7 +402,7 @@ struct MachineHarness {
                 case .idle(let period):
                     deliveries.append("idle \(period)")
                     _ = machine.idleDelivered(period: period)
-                case .event, .closed:
+                case .event, .closed, .progress:
                     break
                 }
             }
@@ -441,6 +449,11 @@ struct MachineHarness {
         if machine.isBusy != !reference.units.isEmpty { problems.append("busy \(machine.isBusy)") }
         if machine.period != reference.periods {
             problems.append("period \(machine.period), expected \(reference.periods)")
+        }
+        if (machine.periodAdmitted, machine.periodEnded) != (reference.periodAdmitted, reference.periodEnded) {
+            problems.append(
+                "progress \(machine.periodEnded) of \(machine.periodAdmitted), expected \(reference.periodEnded) of \(reference.periodAdmitted)"
+            )
         }
         if outcomes != reference.outcomes { problems.append("outcomes differ: \(outcomes) vs \(reference.outcomes)") }
         for name in names where machine.hasLiveMember(named: name) != reference.hasLive(named: name) {
