@@ -172,6 +172,16 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             // A retry policy that is never used: every body succeeds at once.
             asyncBodyEndToEnd(units: units, options: .init(retry: .exponential()))
         },
+        Scenario(id: "e2e.BackgroundQueue.asyncBody.observed", unit: "ns/unit", baseline: nil) { units in
+            // A progress stream consumes every change while the units run; no unit reports.
+            observedAsyncBodies(units: units, reports: 0)
+        },
+        Scenario(
+            id: "e2e.BackgroundQueue.asyncBody.progress100", unit: "ns/unit",
+            baseline: ("e2e.BackgroundQueue.asyncBody.observed", 1.2)
+        ) { units in
+            observedAsyncBodies(units: units, reports: 100)
+        },
         Scenario(
             id: "e2e.BackgroundOperationQueue.AsyncOperation", unit: "ns/unit",
             baseline: ("e2e.OperationQueue.BlockOperation", 1.2)
@@ -280,6 +290,34 @@ private func asyncBodyEndToEnd(units: Int, options: AsyncTask.Options) -> Double
     done.wait()
     let end = now()
     drain(queue)
+    return perUnit(start, end, units)
+}
+
+/// `units` async bodies, each reporting its progress `reports` times (reading
+/// `AsyncTask.current` once, as documented), while a task consumes the queue's progress
+/// stream.
+private func observedAsyncBodies(units: Int, reports: Int) -> Double {
+    let queue = BackgroundQueue(name: "bench")
+    let consumer = Task.detached {
+        var seen = 0
+        for await _ in queue.progressUpdates { seen += 1 }
+        return seen
+    }
+    let done = Countdown(units)
+    let start = now()
+    for index in 0..<units {
+        queue.addTask {
+            if reports > 0, let unit = AsyncTask.current {
+                for step in 1...reports { unit.reportProgress(completed: step, of: reports) }
+            }
+            done.arrive()
+            return index
+        }
+    }
+    done.wait()
+    let end = now()
+    drain(queue)
+    consumer.cancel()
     return perUnit(start, end, units)
 }
 

@@ -151,32 +151,38 @@ struct ProgressTests {
         #expect(last == QueueProgress(isBusy: false, totalUnitCount: 100, completedUnitCount: 100))
     }
 
-    @Test("While a unit reports, watchers hear samples of its progress (10 Hz on the queue's clock)")
+    @Test("While units execute, watchers hear samples of their progress (10 Hz on the queue's clock)")
     func sampling() async throws {
         let clock = TestClock()
         let (queue, _) = makeQueue(clock: clock)
         var updates = queue.progressUpdates.makeAsyncIterator()
         _ = await updates.next()
+        let reported = [Signal(), Signal()]
         let step = Signal()
-        let reported = Signal()
         let release = Signal()
         queue.addTask {
             AsyncTask.current?.reportProgress(0.25)
+            reported[0].signal()
             await step.wait()
             AsyncTask.current?.reportProgress(0.5)
-            reported.signal()
+            reported[1].signal()
             await release.wait()
         }
-        // The first report tells the queue: watchers hear it at once.
+        // Reports are plain stores: watchers hear them at the next sample.
+        try await next(&updates) { $0.executingCount == 1 && $0.executingProgress == 0 }
+        await reported[0].wait()
+        #expect(queue.progress.executingProgress == 0.25)  // A read is fresh.
+        await clock.sleeperArmed(until: clock.now + QueueCore.Machine.defaultProgressSampleInterval)
+        clock.advance(by: .milliseconds(100))
         try await next(&updates) { $0.executingProgress == 0.25 }
         step.signal()
-        await reported.wait()
-        // Later reports are plain stores: the next sample picks them up.
-        await clock.sleeperArmed(until: clock.now + QueueCore.Machine.progressSampleInterval)
+        await reported[1].wait()
+        await clock.sleeperArmed(until: clock.now + QueueCore.Machine.defaultProgressSampleInterval)
         clock.advance(by: .milliseconds(100))
         try await next(&updates) { $0.executingProgress == 0.5 }
         release.signal()
-        try await next(&updates) { !$0.isBusy && $0.completedUnitCount == 1 }
+        // Its end counts at once, and its sampled progress no longer does.
+        try await next(&updates) { !$0.isBusy && $0.completedUnitCount == 1 && $0.executingProgress == 0 }
     }
 
     @Test("Watchers unregister when their stream ends or their model goes away; an unwatched queue samples nothing")

@@ -58,16 +58,18 @@ struct QueueActivity: Sendable, Hashable {
     var progress: QueueProgress
     var executingNames: [String]
 
-    /// Reads the reporting members' progress and the listed members' names: outside the
-    /// queue's lock, from the members themselves.
+    init(progress: QueueProgress, executingNames: [String]) {
+        self.progress = progress
+        self.executingNames = executingNames
+    }
+
+    /// What the deliverer read; the listed members' names are read from them, outside
+    /// the queue's lock.
     init<Member: QueueMember>(_ reading: QueueStateMachine<Member>.ProgressReading) {
-        var executingProgress = 0.0
-        for member in reading.reporting {
-            executingProgress += member.reportedProgress ?? 0
-        }
         progress = QueueProgress(
             isBusy: reading.isBusy, totalUnitCount: reading.admitted, completedUnitCount: reading.ended,
-            enqueuedCount: reading.enqueued, executingCount: reading.executing, executingProgress: executingProgress)
+            enqueuedCount: reading.enqueued, executingCount: reading.executing,
+            executingProgress: reading.executingProgress)
         executingNames = reading.executingMembers.compactMap(\.memberName)
     }
 }

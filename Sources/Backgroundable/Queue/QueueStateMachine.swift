@@ -58,6 +58,9 @@ struct QueueStateMachine<Member: AnyObject> {
         /// The member was not admitted: it joins the live member `primary` of its name
         /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows.
         case join(Member, primary: Member)
+        /// Read the progress of these executing members (outside the lock), then send
+        /// ``progressSampled(_:actions:)``.
+        case sampleProgress([(Handle, Member)])
         /// Make sure a sleeper wakes the queue at `deadline` (the queue's clock, in
         /// nanoseconds) and sends ``deadlineReached(generation:actions:)`` with
         /// `generation`; a sleeper of an older generation may stop.
@@ -249,26 +252,33 @@ struct QueueStateMachine<Member: AnyObject> {
     /// many of them reached their outcome: the queue's progress in whole members.
     private(set) var periodAdmitted = 0
     private(set) var periodEnded = 0
-    /// Executing members that reported progress in their current attempt, by slot: the
-    /// only ones whose partial progress is read.
-    private var reporting: [Int32: Member] = [:]
+    /// The executing members in the order they started. An entry whose member stopped
+    /// executing is stale: skipped, and dropped once stale entries outnumber live ones.
+    private var startOrder = TicketQueue()
+    /// The partial progress of executing members as last sampled (non-zero values only),
+    /// by slot, and their sum: what watchers hear between two samples.
+    private var sampled: [Int32: (ticket: UInt64, value: Double)] = [:]
+    private var sampledSum = 0.0
     /// Who watches the queue's progress (streams, models, providers); how many of them
     /// want the executing members' names too.
     private var progressWatchers = 0
     private var namesWatchers = 0
-    /// While names are watched: the executing members in the order they started. An
-    /// entry whose member stopped executing is stale: skipped, then dropped.
-    private var startOrder = TicketQueue()
     /// A ``Delivery/progress`` is in the outbox.
     private var progressPosted = false
-    /// When the sleeper next samples the partial progress of the reporting members:
-    /// set while someone watches and a member reports, `nil` otherwise.
+    /// When the sleeper next samples the executing members' progress: set while someone
+    /// watches and a member executes, `nil` otherwise.
     private var progressSample: Int64?
-    /// How often watchers hear the partial progress of executing members: reporting
-    /// is a plain store in the member, so it is sampled rather than pushed (10 Hz).
-    static var progressSampleInterval: Int64 { 100_000_000 }
+    /// How often watchers hear the partial progress of executing members, in
+    /// nanoseconds: reporting is a plain store in the member, so it is sampled rather
+    /// than pushed (10 Hz by default; the model-based test samples faster).
+    let progressSampleInterval: Int64
+    static var defaultProgressSampleInterval: Int64 { 100_000_000 }
 
-    init(limit: Int, reportsBusyPeriods: Bool = true, now: @escaping @Sendable () -> Int64) {
+    init(
+        limit: Int, reportsBusyPeriods: Bool = true, progressSampleInterval: Int64 = defaultProgressSampleInterval,
+        now: @escaping @Sendable () -> Int64
+    ) {
+        self.progressSampleInterval = progressSampleInterval
         self.limit = Swift.max(1, limit)
         self.reportsBusyPeriods = reportsBusyPeriods
         self.backgroundTimeHeld = !reportsBusyPeriods
@@ -703,7 +713,7 @@ struct QueueStateMachine<Member: AnyObject> {
         )
         liveCount -= 1
         periodEnded += 1
-        if !reporting.isEmpty { reporting[slot] = nil }
+        forgetSample(slot)
         removeFromName(slot)
         leaveLane(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
@@ -761,7 +771,7 @@ struct QueueStateMachine<Member: AnyObject> {
         else { return false }
         executingCount -= 1
         if records[Int(slot)].timeout > 0 { timedCount -= 1 }
-        if !reporting.isEmpty { reporting[slot] = nil }
+        forgetSample(slot)
         enqueuedCount += 1
         if delay > 0 {
             records[Int(slot)].place = .delayed
@@ -854,7 +864,7 @@ struct QueueStateMachine<Member: AnyObject> {
         if becameReady { startReady(inline: 64, actions: &actions) }
         if let sample = progressSample, sample <= now {
             progressSample = nil
-            noteProgress(actions: &actions)
+            actions.append(.sampleProgress(executingMembers(limit: .max)))
             scheduleProgressSample(actions: &actions)
         }
         let next = [deadlines.first?.deadline, startTimes.first?.deadline, progressSample].lazy.compactMap { $0 }
@@ -899,8 +909,7 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         if startOrder.count > 64 + 2 * executingCount {
             let records = self.records
-            var seen = Set<Int32>()
-            startOrder.compact { Self.isStarted($0, in: records) && seen.insert($0.slot).inserted }
+            startOrder.compact { Self.isStarted($0, in: records) }
         }
         if ready.count > 0 {
             var total = 0
@@ -989,6 +998,8 @@ struct QueueStateMachine<Member: AnyObject> {
         laneTails = [:]
         lanesByTail = [:]
         startOrder.removeAll()
+        sampled = [:]
+        sampledSum = 0
         names = [:]
         groups = []
         freeGroups = []
@@ -1076,35 +1087,12 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Progress
 
-    /// An executing member reported progress for the first time in its attempt: from now
-    /// on its partial progress counts in the queue's, until it stops executing. `false`
-    /// when the member is not executing (nothing happens).
-    @discardableResult
-    mutating func memberReportedProgress(_ handle: Handle, actions: inout Actions) -> Bool {
-        guard let slot = slot(of: handle), records[Int(slot)].place == .executing, !records[Int(slot)].isEnding
-        else { return false }
-        reporting[slot] = records[Int(slot)].member!
-        noteProgress(actions: &actions)
-        scheduleProgressSample(actions: &actions)
-        return true
-    }
-
     /// Someone watches the queue's progress (with the executing members' names when
     /// `names`): they hear it now, then after every change. Balanced by
     /// ``unwatchProgress(names:)``.
     mutating func watchProgress(names: Bool, actions: inout Actions) {
         progressWatchers += 1
-        if names {
-            namesWatchers += 1
-            if namesWatchers == 1 {
-                // The members executing now, in admission order: the closest to their
-                // start order that the records tell.
-                let executing = records.indices.filter { records[$0].ticket != 0 && records[$0].place == .executing }
-                for slot in executing.sorted(by: { records[$0].ticket < records[$1].ticket }) {
-                    startOrder.append(.init(slot: Int32(slot), ticket: records[slot].ticket))
-                }
-            }
-        }
+        if names { namesWatchers += 1 }
         // The newcomer hears the current progress through the deliverer, in order with
         // what is delivered after it (a delivery already posted covers it too).
         noteProgress(actions: &actions)
@@ -1113,49 +1101,67 @@ struct QueueStateMachine<Member: AnyObject> {
 
     mutating func unwatchProgress(names: Bool) {
         progressWatchers -= 1
-        if names {
-            namesWatchers -= 1
-            if namesWatchers == 0 { startOrder.removeAll() }
-        }
+        if names { namesWatchers -= 1 }
         if progressWatchers == 0 { progressSample = nil }
     }
 
-    /// What the deliverer reads of the queue's progress (under the lock; the partial
-    /// progress of the `reporting` members is read from them after it): up to `names`
-    /// executing members in their start order, when names are watched.
+    /// The storage read the progress of the members of a ``Action/sampleProgress(_:)``:
+    /// the sampled values of those still executing replace their earlier ones, and
+    /// watchers hear the new sum if it changed.
+    mutating func progressSampled(_ samples: [(Handle, Double)], actions: inout Actions) {
+        let before = sampledSum
+        for (handle, value) in samples {
+            guard let slot = slot(of: handle), records[Int(slot)].place == .executing else { continue }
+            forgetSample(slot)
+            guard value > 0 else { continue }
+            sampled[slot] = (handle.ticket, value)
+            sampledSum += value
+        }
+        if sampledSum != before { noteProgress(actions: &actions) }
+    }
+
+    /// A member stopped executing: its sampled progress no longer counts.
+    private mutating func forgetSample(_ slot: Int32) {
+        guard !sampled.isEmpty, let old = sampled.removeValue(forKey: slot) else { return }
+        sampledSum = sampled.isEmpty ? 0 : Swift.max(0, sampledSum - old.value)
+    }
+
+    /// What the deliverer reads of the queue's progress, under the lock: its counts, the
+    /// executing members' progress as last sampled, and, when names are watched, up to
+    /// `names` executing members in the order they started.
     struct ProgressReading {
         var isBusy: Bool
         var admitted: Int
         var ended: Int
         var enqueued: Int
         var executing: Int
-        var reporting: [Member]
-        var executingMembers: [Member]
+        var executingProgress: Double
+        var executingMembers: [Member] = []
     }
 
-    /// The progress now. O(reporting members + `names`), plus the stale start-order
-    /// entries it drops on the way.
-    mutating func readProgress(names limit: Int) -> ProgressReading {
-        var reading = ProgressReading(
+    /// The progress as watchers hear it. O(1), plus O(`names`) and the stale start-order
+    /// entries it passes when names are watched.
+    func readProgress(names limit: Int) -> ProgressReading {
+        ProgressReading(
             isBusy: isBusy, admitted: periodAdmitted, ended: periodEnded, enqueued: enqueuedCount,
-            executing: executingCount, reporting: reporting.isEmpty ? [] : Array(reporting.values),
-            executingMembers: [])
-        guard limit > 0, namesWatchers > 0 else { return reading }
-        while let entry = startOrder.first, !isStarted(entry) {
-            startOrder.removeFirst()
-        }
+            executing: executingCount, executingProgress: sampledSum,
+            executingMembers: limit > 0 && namesWatchers > 0 ? executingMembers(limit: limit).map(\.1) : [])
+    }
+
+    /// Up to `limit` executing members, in the order they started. O(executing members)
+    /// at most: stale entries are at most as many as live ones, plus 64.
+    func executingMembers(limit: Int) -> [(Handle, Member)] {
+        var members: [(Handle, Member)] = []
         var seen = Set<Int32>()
-        for entry in startOrder.elements where isStarted(entry) && seen.insert(entry.slot).inserted {
-            reading.executingMembers.append(records[Int(entry.slot)].member!)
-            if reading.executingMembers.count == limit { break }
+        for entry in startOrder.elements where Self.isStarted(entry, in: records) && seen.insert(entry.slot).inserted {
+            members.append((handle(of: entry.slot), records[Int(entry.slot)].member!))
+            if members.count == limit { break }
         }
-        return reading
+        return members
     }
 
-    private func isStarted(_ entry: TicketQueue.Entry) -> Bool {
-        Self.isStarted(entry, in: records)
-    }
-
+    /// Whether `entry` names a member that is executing (a retried member that started
+    /// again has a second entry: callers skip repeated slots).
     private static func isStarted(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
         let index = Int(entry.slot)
         return entry.names(records[index].ticket) && records[index].place == .executing
@@ -1169,17 +1175,19 @@ struct QueueStateMachine<Member: AnyObject> {
         post(.progress, actions: &actions)
     }
 
+    /// A member started executing: it joins the start order, and watchers hear it.
     private mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
+        startOrder.append(.init(slot: slot, ticket: records[Int(slot)].ticket))
         guard progressWatchers > 0 else { return }
-        if namesWatchers > 0 { startOrder.append(.init(slot: slot, ticket: records[Int(slot)].ticket)) }
         noteProgress(actions: &actions)
+        scheduleProgressSample(actions: &actions)
     }
 
-    /// Arms the next sample of partial progress while someone watches and a member
-    /// reports.
+    /// Arms the next sample of the executing members' progress while someone watches
+    /// and a member executes.
     private mutating func scheduleProgressSample(actions: inout Actions) {
-        guard progressWatchers > 0, !reporting.isEmpty, progressSample == nil else { return }
-        let (sample, overflow) = now().addingReportingOverflow(Self.progressSampleInterval)
+        guard progressWatchers > 0, executingCount > 0, progressSample == nil else { return }
+        let (sample, overflow) = now().addingReportingOverflow(progressSampleInterval)
         progressSample = overflow ? .max : sample
         wakeSleeper(at: progressSample!, actions: &actions)
     }

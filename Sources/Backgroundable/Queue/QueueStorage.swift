@@ -209,6 +209,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 member.endFromQueue(outcome)
             case .join(let member, let primary):
                 member.joinFromQueue(primary)
+            case .sampleProgress(let members):
+                let samples = members.map { ($0.0, $0.1.reportedProgress ?? 0) }
+                transition { machine, actions in machine.progressSampled(samples, actions: &actions) }
             case .armSleeper(let deadline, let generation):
                 armSleeper(until: deadline, generation: generation)
             case .spawnDrainer:
@@ -399,9 +402,14 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     // MARK: Progress
 
     /// The queue's progress now (see ``QueueProgress``): its counts under the lock, then
-    /// the partial progress of the members that report, read from them.
+    /// the progress of its executing members, read from them. O(executing members).
     func progress() -> QueueProgress {
-        QueueActivity(transition { machine, _ in machine.readProgress(names: 0) }).progress
+        let (reading, executing) = transition { machine, _ in
+            (machine.readProgress(names: 0), machine.executingMembers(limit: .max))
+        }
+        var progress = QueueActivity(reading).progress
+        progress.executingProgress = executing.reduce(0) { $0 + ($1.1.reportedProgress ?? 0) }
+        return progress
     }
 
     /// Registers a progress watcher: `deliver` hears the current progress, then every
@@ -423,7 +431,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             return locked.listenerIDs
         }
         if id == nil {
-            deliver(QueueActivity(transition { machine, _ in machine.readProgress(names: 0) }))
+            deliver(QueueActivity(progress: progress(), executingNames: []))
             finish()
         }
         return id

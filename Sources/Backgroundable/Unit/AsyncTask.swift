@@ -500,10 +500,7 @@ public final class AsyncTask: Sendable {
     /// already), `ended` tells the queue here.
     func attach(_ handle: QueueCore.Machine.Handle, ended: (QueueCore.Machine.Handle, Outcome) -> Void) {
         switch state.withLock({ $0.attach(handle) }) {
-        case .attached:
-            // A body started before this attach may have reported already: then only
-            // this attach can tell the queue (telling it twice is harmless).
-            if progressBits.load(ordering: .relaxed) != 0 { tellQueueAboutProgress() }
+        case .attached: break
         case .ended(let outcome): ended(handle, outcome)
         case .retrying(let queue, let record): queue.memberRetrying(handle, after: record.delay, record.note)
         }

@@ -292,11 +292,22 @@ struct MachineHarness {
     var sleeper: (deadline: Int64, generation: UInt64)?
     /// "busy 1", "idle 1", … in delivery order.
     var deliveries: [String] = []
+    /// Whether the sequence watches the queue's progress (then it is sampled every 10
+    /// ticks of the clock).
+    var watched = false
+    /// The order of first starts, the members that retried, and the progress each
+    /// executing member was last sampled at.
+    var firstStarts: [Int: Int] = [:]
+    var retried: Set<Int> = []
+    var sampledProgress: [Int: Double] = [:]
 
     init() {
         let clock = clock
-        machine = Machine(limit: .max, now: { clock.now })
+        machine = Machine(limit: .max, progressSampleInterval: 10, now: { clock.now })
     }
+
+    /// What a member reports when sampled: a fixed function of its number.
+    static func reportedProgress(_ id: Int) -> Double { Double(id % 3) / 2 }
 
     mutating func member(_ id: Int) -> ModelMember {
         if let member = members[id] { return member }
@@ -322,12 +333,21 @@ struct MachineHarness {
                 }
                 reference.started(member.id, now: clock.now)
                 executing.insert(member.id)
+                if firstStarts[member.id] == nil { firstStarts[member.id] = firstStarts.count }
             case .reject(let member, let outcome):
                 if outcomes[member.id] != nil { reference.problems.append("rejected \(member.id) after its end") }
                 outcomes[member.id] = outcome.kind
                 reference.rejected(member.id, outcome.kind)
             case .armSleeper(let deadline, let generation):
                 if sleeper.map({ generation > $0.generation }) ?? true { sleeper = (deadline, generation) }
+            case .sampleProgress(let members):
+                let listed = members.map { $0.1.id }
+                if Set(listed) != executing || listed.count != executing.count {
+                    reference.problems.append("sampled \(listed), executing \(executing.sorted())")
+                }
+                for (_, member) in members { sampledProgress[member.id] = Self.reportedProgress(member.id) }
+                let samples = members.map { ($0.0, Self.reportedProgress($0.1.id)) }
+                transition { machine, actions in machine.progressSampled(samples, actions: &actions) }
             case .spawnDrainer:
                 if drainerPending { reference.problems.append("two drainers") }
                 drainerPending = true
@@ -361,6 +381,7 @@ struct MachineHarness {
         guard outcomes[id] == nil else { return }
         outcomes[id] = outcome.kind
         executing.remove(id)
+        sampledProgress[id] = nil
         guard let handle = handles[id] else {
             endedBeforeAttached[id] = outcome
             return
@@ -373,6 +394,8 @@ struct MachineHarness {
     /// tells its queue.
     mutating func retry(_ id: Int, delay: Int64) {
         executing.remove(id)
+        retried.insert(id)
+        sampledProgress[id] = nil
         reference.retry(id, delay: delay)
         let note = RetryNote(attempt: 1, error: TestError(code: id), delay: .nanoseconds(delay))
         var retried = false
@@ -450,6 +473,21 @@ struct MachineHarness {
         if machine.period != reference.periods {
             problems.append("period \(machine.period), expected \(reference.periods)")
         }
+        if watched {
+            let reading = machine.readProgress(names: .max)
+            let expected = sampledProgress.values.reduce(0, +)
+            if abs(reading.executingProgress - expected) > 1e-9 {
+                problems.append("executing progress \(reading.executingProgress), sampled \(expected)")
+            }
+            let listed = reading.executingMembers.map(\.id)
+            if Set(listed) != executing || listed.count != executing.count {
+                problems.append("executing members \(listed), expected \(executing.sorted())")
+            }
+            let neverRetried = listed.filter { !retried.contains($0) }
+            if neverRetried != neverRetried.sorted(by: { firstStarts[$0]! < firstStarts[$1]! }) {
+                problems.append("executing members \(listed) not in start order")
+            }
+        }
         if (machine.periodAdmitted, machine.periodEnded) != (reference.periodAdmitted, reference.periodEnded) {
             problems.append(
                 "progress \(machine.periodEnded) of \(machine.periodAdmitted), expected \(reference.periodEnded) of \(reference.periodAdmitted)"
@@ -512,6 +550,11 @@ struct QueueStateMachineModelTests {
         var harness = MachineHarness()
         var nextID = 0
         var log: [String] = []
+        if rng.chance(50) {
+            log.append("watch progress")
+            harness.watched = true
+            harness.transition { machine, actions in machine.watchProgress(names: true, actions: &actions) }
+        }
         for _ in 0..<steps {
             let event = Int.random(in: 0..<100, using: &rng)
             switch event {
