@@ -1,4 +1,5 @@
 import Backgroundable
+import Observation
 import Testing
 
 // This file is an app module as Xcode 26 creates them: main-actor by default,
@@ -120,6 +121,32 @@ struct AppModuleTests {
         #expect(!model.isLoading)
         #expect(model.transitions.count.isMultiple(of: 2))
         #expect(model.transitions.first == "busy")
+    }
+
+    @Test func aViewHoldsTheQueuesActivityAndBodiesReportProgress() async throws {
+        let queue = BackgroundQueue(name: "import")
+        let activity = BackgroundQueueActivity(queue)
+        let count = try await queue.run(name: "import") {
+            let unit = AsyncTask.current
+            for index in 0..<10 {
+                unit?.reportProgress(completed: index + 1, of: 10)
+            }
+            return 10
+        }
+        #expect(count == 10)
+        // The model's updates are applied on the main actor, where this test runs: no
+        // change can slip between the check and the observation.
+        while activity.isBusy || activity.progress.completedUnitCount != 1 {
+            await withCheckedContinuation { continuation in
+                withObservationTracking {
+                    _ = (activity.isBusy, activity.progress)
+                } onChange: {
+                    continuation.resume()
+                }
+            }
+        }
+        #expect(!activity.isBusy)
+        #expect(activity.progress.fractionCompleted == 1)
     }
 
     @Test func anUnannotatedBodyRunsOffTheMainActor() async throws {

@@ -241,7 +241,11 @@ struct ProgressTests {
         queue.addTask { await keepBusy.wait() }
         try await until(activity) { $0.isBusy }
         let busyChanged = Mutex(false)
-        withObservationTracking { _ = activity.isBusy } onChange: { busyChanged.withLock { $0 = true } }
+        withObservationTracking {
+            _ = activity.isBusy
+        } onChange: {
+            busyChanged.withLock { $0 = true }
+        }
         for _ in 0..<10 { queue.add { $0.finish() } }
         try await until(activity) { $0.progress.completedUnitCount == 10 }
         #expect(!busyChanged.withLock { $0 })
@@ -329,7 +333,9 @@ struct ProgressTests {
         #expect(system.tasks.all[0].completions.all == [false])
     }
 
-    @Test("Continued processing: a refused request grants no time; a task launched after its queue went idle completes at once")
+    @Test(
+        "Continued processing: a refused request grants no time; a task launched after its queue went idle completes at once"
+    )
     func continuedProcessingEdges() {
         let refusing = ContinuedProcessing(identifierPrefix: "app", title: "T", subtitle: nil) { _ in
             throw TestError(code: 1)
@@ -362,7 +368,8 @@ final class FakeSystem: Sendable {
         prefix: String, title: String, subtitle: (@Sendable (QueueProgress) -> String)?
     ) -> ContinuedProcessing {
         let provider = Recorder<ContinuedProcessing>()
-        let made = ContinuedProcessing(identifierPrefix: prefix, title: title, subtitle: subtitle) { [self] identifier in
+        let made = ContinuedProcessing(identifierPrefix: prefix, title: title, subtitle: subtitle) {
+            [self] identifier in
             submitted.append(identifier)
             let task = FakeContinuedTask(changed: changed)
             tasks.append(task)
@@ -412,9 +419,11 @@ final class Pulse: Sendable {
     private let waiters = Mutex<[CheckedContinuation<Bool, Never>]>([])
 
     func fire() {
-        for waiter in waiters.withLock({ waiters in defer { waiters = [] }; return waiters }) {
-            waiter.resume(returning: false)
+        let woken = waiters.withLock { waiters in
+            defer { waiters = [] }
+            return waiters
         }
+        for waiter in woken { waiter.resume(returning: false) }
     }
 
     func wait(until condition: @Sendable () -> Bool) async {
@@ -441,9 +450,17 @@ func until(_ model: BackgroundQueueActivity, _ condition: @escaping @MainActor (
         let holds = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let resumed = Mutex(false)
             let resumeOnce: @Sendable (Bool) -> Void = { value in
-                if resumed.withLock({ let was = $0; $0 = true; return !was }) { continuation.resume(returning: value) }
+                let first = resumed.withLock { resumed in
+                    defer { resumed = true }
+                    return !resumed
+                }
+                if first { continuation.resume(returning: value) }
             }
-            let holds = withObservationTracking { condition(model) } onChange: { resumeOnce(false) }
+            let holds = withObservationTracking {
+                condition(model)
+            } onChange: {
+                resumeOnce(false)
+            }
             if holds { resumeOnce(true) }
         }
         if holds { return }

@@ -52,7 +52,10 @@ final class ContinuedProcessing: BackgroundTaskProvider, QueueProgressFollower {
     /// units' partial progress shows.
     static let unitsPerMember: Int64 = 100
 
-    init(identifierPrefix: String, title: String, subtitle: (@Sendable (QueueProgress) -> String)?, submit: @escaping Submit) {
+    init(
+        identifierPrefix: String, title: String, subtitle: (@Sendable (QueueProgress) -> String)?,
+        submit: @escaping Submit
+    ) {
         self.identifierPrefix = identifierPrefix
         self.title = title
         self.subtitle = subtitle

@@ -100,11 +100,12 @@ final class ActivityRelay: Sendable {
         }
         guard schedule else { return }
         Task { @MainActor [weak self] in
-            guard let self, let latest = pending.withLock({ pending -> QueueActivity? in
-                pending.scheduled = false
-                defer { pending.latest = nil }
-                return pending.latest
-            })
+            guard let self,
+                let latest = pending.withLock({ pending -> QueueActivity? in
+                    pending.scheduled = false
+                    defer { pending.latest = nil }
+                    return pending.latest
+                })
             else { return }
             model?.apply(latest)
         }

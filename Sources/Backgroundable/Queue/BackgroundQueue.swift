@@ -374,20 +374,24 @@ public actor BackgroundQueue {
 
     /// How far the queue is through its current busy period, now: units done over
     /// units added, plus the progress its executing units reported (see
-    /// ``QueueProgress``). Reading it takes the queue's lock once, then reads each
-    /// executing unit that reports progress: O(those units).
+    /// ``QueueProgress``). Never suspends. Reading it takes the queue's lock once, then
+    /// reads each executing unit's latest report: O(executing units).
     public nonisolated var progress: QueueProgress {
         core.progress()
     }
 
     /// A new stream of the queue's ``progress``: its current value at once, then each
     /// change — a unit added, started, retried or ended, the busy period beginning or
-    /// ending — and, while executing units report progress, a sample ten times a second.
+    /// ending — and, while units execute, their reports sampled ten times a second (a
+    /// report is a plain store into the unit: it reaches watchers at the next sample).
     ///
     /// Coalesced: the stream keeps only the newest value, so a slow consumer sees the
-    /// latest progress, never a backlog; consecutive equal values are sent once. A queue
-    /// pays for progress only while a stream (or a ``BackgroundQueueActivity``) watches
-    /// it. The stream finishes when the queue has been deinitialised and is idle;
+    /// latest progress, never a backlog; consecutive equal values are sent once. Values
+    /// are produced on the queue's delivering thread, in order with its other
+    /// notifications (the last value of a busy period before its idle notification). A
+    /// queue pays for progress only while a stream (or a ``BackgroundQueueActivity``) watches
+    /// it: each change costs a read of its counts, each sample a read of its executing
+    /// units. The stream finishes when the queue has been deinitialised and is idle;
     /// stopping the iteration (or cancelling its task) unregisters it.
     public nonisolated var progressUpdates: AsyncStream<QueueProgress> {
         core.makeProgressStream()

@@ -277,7 +277,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         batch.listeners = locked.listeners.isEmpty ? [] : Array(locked.listeners.values)
         batch.watchers = locked.watchers.isEmpty ? [] : Array(locked.watchers.values)
         batch.progress = nil
-        if !batch.watchers.isEmpty, batch.deliveries.contains(where: { if case .progress = $0 { true } else { false } }) {
+        if !batch.watchers.isEmpty, batch.deliveries.contains(where: { if case .progress = $0 { true } else { false } })
+        {
             let names = batch.watchers.lazy.map(\.names).max() ?? 0
             batch.progress = locked.machine.readProgress(names: names)
         }
@@ -448,7 +449,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// A new stream of the queue's progress: the current value first, then every change,
     /// keeping only the newest for a slow consumer.
     func makeProgressStream() -> AsyncStream<QueueProgress> {
-        let (stream, continuation) = AsyncStream.makeStream(of: QueueProgress.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: QueueProgress.self, bufferingPolicy: .bufferingNewest(1))
         let id = watchProgress(
             names: 0, deliver: { continuation.yield($0.progress) }, finish: { continuation.finish() })
         // Strong on purpose, as for the event streams: the cycle ends with the stream.
@@ -480,7 +482,9 @@ final class ProgressWatcher: Sendable {
     /// last one it heard.
     func offer(_ activity: QueueActivity) {
         var activity = activity
-        if activity.executingNames.count > names { activity.executingNames.removeLast(activity.executingNames.count - names) }
+        if activity.executingNames.count > names {
+            activity.executingNames.removeLast(activity.executingNames.count - names)
+        }
         guard activity != last else { return }
         last = activity
         deliver(activity)

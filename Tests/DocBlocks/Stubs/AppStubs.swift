@@ -110,3 +110,54 @@ nonisolated struct Token: Sendable {}
 nonisolated extension API {
     func refreshToken() async throws -> Token { Token() }
 }
+
+// MARK: Progress (Progress.md)
+
+nonisolated func store(_ file: File) async throws {}
+@MainActor final class StatusLabel {
+    var text = ""
+}
+
+#if !canImport(SwiftUI)
+    // Stand-ins for the few SwiftUI names the progress article uses, so that its view
+    // type-checks where SwiftUI does not exist (Linux, where CI runs).
+    @MainActor protocol View {
+        associatedtype Body: View
+        @ViewBuilder var body: Body { get }
+    }
+    extension Never: View {
+        var body: Never { fatalError("a stand-in view has no body") }
+    }
+    @resultBuilder enum ViewBuilder {
+        static func buildBlock<Content: View>(_ content: Content) -> Content { content }
+    }
+    @MainActor @propertyWrapper struct State<Value> {
+        var wrappedValue: Value
+    }
+    struct Text: View {
+        init(_ text: String) {}
+        var body: Never { fatalError("a stand-in view has no body") }
+    }
+    struct ProgressView<Label: View>: View {
+        init(value: Double, @ViewBuilder label: () -> Label) {}
+        var body: Never { fatalError("a stand-in view has no body") }
+    }
+#endif
+
+#if !(canImport(BackgroundTasks) && os(iOS))
+    // A stand-in with the signature of the iOS 26 provider (Sources/…/
+    // ContinuedProcessingBackgroundTaskProvider.swift), which only iOS compiles: the
+    // article's example type-checks against the same declaration here.
+    @available(iOS 26.0, *)
+    nonisolated final class ContinuedProcessingBackgroundTaskProvider: BackgroundTaskProvider {
+        enum SubmissionStrategy { case fail, queue }
+        init(
+            identifier: String, title: String, subtitle: String, strategy: SubmissionStrategy = .queue,
+            progressSubtitle: (@Sendable (QueueProgress) -> String)? = nil
+        ) {}
+        func beginBackgroundTask(
+            named name: String, expirationHandler: @escaping @Sendable () -> Void
+        ) -> BackgroundTaskIdentifier? { nil }
+        func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {}
+    }
+#endif
