@@ -256,8 +256,9 @@ struct QueueStateMachine<Member: AnyObject> {
     /// executing is stale: skipped, and dropped once stale entries outnumber live ones.
     private var startOrder = TicketQueue()
     /// The partial progress of executing members as last sampled (non-zero values only),
-    /// by slot, and their sum: what watchers hear between two samples.
-    private var sampled: [Int32: (ticket: UInt64, value: Double)] = [:]
+    /// by slot (a member leaving its slot leaves this too), and their sum: what watchers
+    /// hear between two samples.
+    private var sampled: [Int32: Double] = [:]
     private var sampledSum = 0.0
     /// Who watches the queue's progress (streams, models, providers); how many of them
     /// want the executing members' names too.
@@ -1114,7 +1115,7 @@ struct QueueStateMachine<Member: AnyObject> {
             guard let slot = slot(of: handle), records[Int(slot)].place == .executing else { continue }
             forgetSample(slot)
             guard value > 0 else { continue }
-            sampled[slot] = (handle.ticket, value)
+            sampled[slot] = value
             sampledSum += value
         }
         if sampledSum != before { noteProgress(actions: &actions) }
@@ -1123,7 +1124,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// A member stopped executing: its sampled progress no longer counts.
     private mutating func forgetSample(_ slot: Int32) {
         guard !sampled.isEmpty, let old = sampled.removeValue(forKey: slot) else { return }
-        sampledSum = sampled.isEmpty ? 0 : Swift.max(0, sampledSum - old.value)
+        sampledSum = sampled.isEmpty ? 0 : Swift.max(0, sampledSum - old)
     }
 
     /// What the deliverer reads of the queue's progress, under the lock: its counts, the
@@ -1152,19 +1153,24 @@ struct QueueStateMachine<Member: AnyObject> {
     /// at most: stale entries are at most as many as live ones, plus 64.
     func executingMembers(limit: Int) -> [(Handle, Member)] {
         var members: [(Handle, Member)] = []
-        var seen = Set<Int32>()
-        for entry in startOrder.elements where Self.isStarted(entry, in: records) && seen.insert(entry.slot).inserted {
+        for entry in startOrder.elements where Self.isStarted(entry, in: records) {
             members.append((handle(of: entry.slot), records[Int(entry.slot)].member!))
             if members.count == limit { break }
         }
         return members
     }
 
-    /// Whether `entry` names a member that is executing (a retried member that started
-    /// again has a second entry: callers skip repeated slots).
+    /// The start-order entry of `slot`'s current attempt: its ticket mixed with the
+    /// attempt, so that a retried member's entry from an earlier attempt is stale (a
+    /// member has at most one live entry, and stale ones never outlive a compaction).
+    private static func startEntry(_ slot: Int32, in records: [Record]) -> TicketQueue.Entry {
+        // Field by field: copying the record would retain and release its member.
+        TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket ^ UInt64(records[Int(slot)].attempt) << 24)
+    }
+
+    /// Whether `entry` is the start of an executing member's current attempt.
     private static func isStarted(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
-        let index = Int(entry.slot)
-        return entry.names(records[index].ticket) && records[index].place == .executing
+        records[Int(entry.slot)].place == .executing && entry == startEntry(entry.slot, in: records)
     }
 
     /// Watchers hear that the progress changed: one delivery until the deliverer takes
@@ -1177,7 +1183,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// A member started executing: it joins the start order, and watchers hear it.
     private mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
-        startOrder.append(.init(slot: slot, ticket: records[Int(slot)].ticket))
+        startOrder.append(Self.startEntry(slot, in: records))
         guard progressWatchers > 0 else { return }
         noteProgress(actions: &actions)
         scheduleProgressSample(actions: &actions)

@@ -33,9 +33,7 @@ extension AsyncTask {
     /// ``fractionCompleted`` only: an ended unit counts as done in its queue.
     public func reportProgress(_ fractionCompleted: Double) {
         guard !fractionCompleted.isNaN else { return }
-        // Rounded by adding a half: `rounded()` is a libm call (≈ 25 % of a report).
-        let billionths = Swift.min(Swift.max(fractionCompleted, 0), 1) * Self.progressScale + 0.5
-        progressBits.store(UInt32(billionths) + 1, ordering: .relaxed)
+        store(progress: Swift.min(Swift.max(fractionCompleted, 0), 1))
     }
 
     /// Reports progress as `completed` of `total` units of the unit's own (files,
@@ -43,7 +41,13 @@ extension AsyncTask {
     /// less is ignored; `completed` is kept within `0...total`.
     public func reportProgress(completed: Int, of total: Int) {
         guard total > 0 else { return }
-        reportProgress(Double(Swift.min(Swift.max(completed, 0), total)) / Double(total))
+        store(progress: Double(Swift.min(Swift.max(completed, 0), total)) / Double(total))
+    }
+
+    /// Stores a fraction within 0...1, rounded by adding a half (`rounded()` is a libm
+    /// call: ≈ 25 % of a report).
+    private func store(progress fraction: Double) {
+        progressBits.store(UInt32(fraction * Self.progressScale + 0.5) + 1, ordering: .relaxed)
     }
 
     /// The latest progress the current attempt reported, from 0 to 1; `nil` until it
