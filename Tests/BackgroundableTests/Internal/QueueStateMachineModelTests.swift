@@ -295,10 +295,10 @@ struct MachineHarness {
     /// Whether the sequence watches the queue's progress (then it is sampled every 10
     /// ticks of the clock).
     var watched = false
-    /// The order of first starts, the members that retried, and the progress each
+    /// When each member last started (a count of starts), and the progress each
     /// executing member was last sampled at.
-    var firstStarts: [Int: Int] = [:]
-    var retried: Set<Int> = []
+    var lastStarts: [Int: Int] = [:]
+    var starts = 0
     var sampledProgress: [Int: Double] = [:]
 
     init() {
@@ -333,7 +333,8 @@ struct MachineHarness {
                 }
                 reference.started(member.id, now: clock.now)
                 executing.insert(member.id)
-                if firstStarts[member.id] == nil { firstStarts[member.id] = firstStarts.count }
+                starts += 1
+                lastStarts[member.id] = starts
             case .reject(let member, let outcome):
                 if outcomes[member.id] != nil { reference.problems.append("rejected \(member.id) after its end") }
                 outcomes[member.id] = outcome.kind
@@ -342,7 +343,9 @@ struct MachineHarness {
                 if sleeper.map({ generation > $0.generation }) ?? true { sleeper = (deadline, generation) }
             case .sampleProgress(let members):
                 let listed = members.map { $0.1.id }
-                if Set(listed) != executing || listed.count != executing.count {
+                if Set(listed) != executing || listed.count != executing.count
+                    || listed != listed.sorted(by: { lastStarts[$0]! < lastStarts[$1]! })
+                {
                     reference.problems.append("sampled \(listed), executing \(executing.sorted())")
                 }
                 for (_, member) in members { sampledProgress[member.id] = Self.reportedProgress(member.id) }
@@ -394,7 +397,6 @@ struct MachineHarness {
     /// tells its queue.
     mutating func retry(_ id: Int, delay: Int64) {
         executing.remove(id)
-        retried.insert(id)
         sampledProgress[id] = nil
         reference.retry(id, delay: delay)
         let note = RetryNote(attempt: 1, error: TestError(code: id), delay: .nanoseconds(delay))
@@ -483,9 +485,8 @@ struct MachineHarness {
             if Set(listed) != executing || listed.count != executing.count {
                 problems.append("executing members \(listed), expected \(executing.sorted())")
             }
-            let neverRetried = listed.filter { !retried.contains($0) }
-            if neverRetried != neverRetried.sorted(by: { firstStarts[$0]! < firstStarts[$1]! }) {
-                problems.append("executing members \(listed) not in start order")
+            if listed != listed.sorted(by: { lastStarts[$0]! < lastStarts[$1]! }) {
+                problems.append("executing members \(listed) not in the order of their latest starts")
             }
         }
         if (machine.periodAdmitted, machine.periodEnded) != (reference.periodAdmitted, reference.periodEnded) {
