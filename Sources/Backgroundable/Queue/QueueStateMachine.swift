@@ -1183,7 +1183,8 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// A member started executing: it joins the start order, and watchers hear it.
     private mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
-        startOrder.append(Self.startEntry(slot, in: records))
+        let entry = Self.startEntry(slot, in: records)
+        startOrder.append(entry)
         guard progressWatchers > 0 else { return }
         noteProgress(actions: &actions)
         scheduleProgressSample(actions: &actions)
