@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 extension AsyncOperation: ProgressReporting {
     /// The operation's progress as a Foundation `Progress`, for code that composes
@@ -11,16 +10,11 @@ extension AsyncOperation: ProgressReporting {
     /// cancelled when it was cancelled, replaced, dropped or timed out. Cancelling the
     /// `Progress` cancels the operation. Not an implicit child of a current `Progress`.
     public var progress: Progress {
-        let (progress, isNew) = foundationProgress.withLock { stored -> (Progress, Bool) in
-            if let stored { return (stored, false) }
-            let progress = Progress.discreteProgress(totalUnitCount: 100)
-            stored = progress
-            return (progress, true)
-        }
+        let (progress, isNew, finished) = progressMadeIfNeeded()
         if isNew {
             progress.cancellationHandler = { [weak self] in self?.cancel() }
             if let fraction = unit.fractionCompleted { Self.update(progress, fraction: fraction) }
-            if isFinished { Self.complete(progress, unit.currentOutcome) }
+            if finished { Self.complete(progress, unit.currentOutcome) }
         }
         return progress
     }
@@ -30,7 +24,7 @@ extension AsyncOperation: ProgressReporting {
     /// Foundation ``progress`` once someone read it. Any thread.
     public func reportProgress(_ fractionCompleted: Double) {
         unit.reportProgress(fractionCompleted)
-        guard let progress = foundationProgress.withLock({ $0 }), let fraction = unit.fractionCompleted else { return }
+        guard let progress = existingProgress, let fraction = unit.fractionCompleted else { return }
         Self.update(progress, fraction: fraction)
     }
 
@@ -40,7 +34,7 @@ extension AsyncOperation: ProgressReporting {
     public func reportProgress(completed: Int, of total: Int) {
         guard total > 0 else { return }
         unit.reportProgress(completed: completed, of: total)
-        guard let progress = foundationProgress.withLock({ $0 }) else { return }
+        guard let progress = existingProgress else { return }
         progress.totalUnitCount = Int64(total)
         progress.completedUnitCount = Int64(Swift.min(Swift.max(completed, 0), total))
     }

@@ -68,8 +68,6 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     private let closure: (@Sendable (AsyncOperation) -> Void)?
     private let onTimeoutCallback: (@Sendable (AsyncOperation) -> Void)?
     private let bridge = Lock(BridgeState())
-    /// The operation's Foundation `Progress` (see ``progress``), made on first read.
-    let foundationProgress = Lock<Progress?>(nil)
 
     /// Creates an operation with the 1.x initializer.
     ///
@@ -280,14 +278,29 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         guard let wasExecuting = bridge.withLock({ $0.claimFinish() }) else { return }
         if wasExecuting { willChangeValue(forKey: "isExecuting") }
         willChangeValue(forKey: "isFinished")
-        let (observers, tracking) = bridge.withLock { $0.reportFinished() }
+        let (observers, tracking, progress) = bridge.withLock { $0.reportFinished() }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
         if let tracking { tracking.queue.memberEnded(tracking.handle, unit.currentOutcome ?? .finished) }
-        if let progress = foundationProgress.withLock({ $0 }) { Self.complete(progress, unit.currentOutcome) }
+        if let progress { Self.complete(progress, unit.currentOutcome) }
         for observer in observers { observer() }
         if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
             onTimeoutCallback(self)
+        }
+    }
+
+    /// The operation's Foundation `Progress`, if someone read ``progress``.
+    var existingProgress: Progress? { bridge.withLock { $0.progress } }
+
+    /// ``progress``, made now if nobody read it before (`isNew`), with 100 units. Not an
+    /// implicit child of a current `Progress`. `finished`: the operation reported
+    /// `isFinished` before.
+    func progressMadeIfNeeded() -> (progress: Progress, isNew: Bool, finished: Bool) {
+        bridge.withLock { state in
+            if let progress = state.progress { return (progress, false, state.reportsFinished) }
+            let progress = Progress.discreteProgress(totalUnitCount: 100)
+            state.progress = progress
+            return (progress, true, state.reportsFinished)
         }
     }
 
@@ -337,6 +350,9 @@ extension AsyncOperation: UnitObserver {
 
 /// The operation-side half of the bridge, guarded by the operation's `Mutex`.
 private struct BridgeState {
+    /// The operation's Foundation `Progress` (see ``AsyncOperation/progress``), made on
+    /// first read; kept here so that finishing reads it under the lock it takes anyway.
+    var progress: Progress?
     /// `start()` was called.
     var startRequested = false
     /// Something may end the unit before the start: the operation listens to it.
@@ -395,13 +411,13 @@ private struct BridgeState {
     }
 
     /// `isFinished` becomes `true`; hands out who must hear it.
-    mutating func reportFinished() -> ([@Sendable () -> Void], Tracking?) {
+    mutating func reportFinished() -> ([@Sendable () -> Void], Tracking?, Progress?) {
         reportsFinished = true
         defer {
             finishObservers = []
             tracking = nil
         }
-        return (finishObservers, tracking)
+        return (finishObservers, tracking, progress)
     }
 }
 
