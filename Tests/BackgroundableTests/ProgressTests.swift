@@ -185,6 +185,41 @@ struct ProgressTests {
         try await next(&updates) { !$0.isBusy && $0.completedUnitCount == 1 && $0.executingProgress == 0 }
     }
 
+    @Test("Under load, watchers see one busy period's counts only grow, never past the total, and end complete")
+    func underLoad() async throws {
+        let queue = BackgroundQueue(maxConcurrentTasks: 4, backgroundTaskProvider: NoopBackgroundTaskProvider())
+        let updates = queue.progressUpdates
+        let watcher = Task {
+            var seen: [QueueProgress] = []
+            for await progress in updates {
+                seen.append(progress)
+                if !progress.isBusy && progress.completedUnitCount == 2_000 { break }
+            }
+            return seen
+        }
+        queue.suspend()
+        for index in 0..<2_000 {
+            queue.addTask(name: "unit \(index % 7)") {
+                let unit = AsyncTask.current
+                for step in 1...10 {
+                    unit?.reportProgress(completed: step, of: 10)
+                    await Task.yield()
+                }
+            }
+        }
+        queue.resume()
+        await queue.waitUntilIdle()
+        let seen = await watcher.value
+        let busy = seen.filter(\.isBusy)
+        #expect(!busy.isEmpty)
+        for (earlier, later) in zip(busy, busy.dropFirst()) {
+            #expect(later.completedUnitCount >= earlier.completedUnitCount)
+            #expect(later.totalUnitCount >= earlier.totalUnitCount)
+        }
+        #expect(seen.allSatisfy { $0.fractionCompleted <= 1 && $0.completedUnitCount <= $0.totalUnitCount })
+        #expect(seen.last == QueueProgress(isBusy: false, totalUnitCount: 2_000, completedUnitCount: 2_000))
+    }
+
     @Test("Watchers unregister when their stream ends or their model goes away; an unwatched queue samples nothing")
     @MainActor
     func watchersUnregister() async throws {
