@@ -360,7 +360,7 @@ struct ProgressTests {
         let system = FakeSystem()
         let provider = system.provider(prefix: "app.sync", title: "Syncing", subtitle: nil)
         let queue = BackgroundQueue(backgroundTaskProvider: provider, expirationPolicy: .cancelAll)
-        let handle = queue.addTask { try await Task.sleep(for: .seconds(3600)) }
+        let handle = queue.addTask { await suspendUntilCancelled() }
         await system.changed.wait { system.tasks.all.first?.hasExpirationHandler == true }
         system.tasks.all[0].expire()
         #expect(await handle.task.outcome.kind == .cancelled)

@@ -57,12 +57,17 @@
             }
         }
 
+        /// Submits a request for the queue's new busy period (any thread); `nil` when the
+        /// system refuses it. The task it launches calls `expirationHandler` once if the
+        /// system ends it early.
         public func beginBackgroundTask(
             named name: String, expirationHandler: @escaping @Sendable () -> Void
         ) -> BackgroundTaskIdentifier? {
             core.beginBackgroundTask(named: name, expirationHandler: expirationHandler)
         }
 
+        /// The queue is idle: its task completes successfully (at once, or as soon as it
+        /// launches). Any thread; ending twice does nothing.
         public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
             core.endBackgroundTask(identifier)
         }

@@ -46,6 +46,7 @@ public struct QueueProgress: Sendable, Hashable, CustomStringConvertible {
         return Swift.min(1, (Double(completedUnitCount) + executingProgress) / Double(totalUnitCount))
     }
 
+    /// "3 of 10 (42 %), busy": the counts, the fraction, and whether the queue is busy.
     public var description: String {
         let percent = (fractionCompleted * 100).rounded(.down)
         return "\(completedUnitCount) of \(totalUnitCount) (\(Int(percent)) %)\(isBusy ? ", busy" : "")"
