@@ -36,8 +36,6 @@ final class ContinuedProcessing: BackgroundTaskProvider, QueueProgressFollower {
     private struct State {
         var nextNumber = 1
         var assertions: [Int: Assertion] = [:]
-        /// Assertions ended before their task launched: their task completes at launch.
-        var endedBeforeLaunch: Set<Int> = []
         var latest = QueueProgress()
     }
 
@@ -79,13 +77,10 @@ final class ContinuedProcessing: BackgroundTaskProvider, QueueProgressFollower {
         return BackgroundTaskIdentifier(rawValue: number)
     }
 
-    /// The queue is done: the task (if it launched) completes successfully.
+    /// The queue is done: the task completes successfully, now if it launched, else as
+    /// soon as it launches (its assertion is gone then).
     func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
-        let task = state.withLock { state -> (any ContinuedProcessingTask)? in
-            guard let assertion = state.assertions.removeValue(forKey: identifier.rawValue) else { return nil }
-            if assertion.task == nil { state.endedBeforeLaunch.insert(identifier.rawValue) }
-            return assertion.task
-        }
+        let task = state.withLock { $0.assertions.removeValue(forKey: identifier.rawValue)?.task }
         task?.setTaskCompleted(success: true)
     }
 
@@ -96,19 +91,22 @@ final class ContinuedProcessing: BackgroundTaskProvider, QueueProgressFollower {
     func launched(taskIdentifier: String, _ task: any ContinuedProcessingTask) {
         let number = taskIdentifier.split(separator: ".").last.flatMap { Int($0) }
         let latest = state.withLock { state -> QueueProgress? in
-            guard let number, state.assertions[number] != nil else {
-                if let number { state.endedBeforeLaunch.remove(number) }
-                return nil
-            }
+            guard let number, state.assertions[number] != nil else { return nil }
             state.assertions[number]?.task = task
             return state.latest
         }
-        guard let number, let latest else {
+        guard let number, var shown = latest else {
             task.setTaskCompleted(success: true)
             return
         }
         task.setExpirationHandler { [self] in expired(number) }
-        show(latest, on: task)
+        show(shown, on: task)
+        // A change delivered meanwhile may have been shown before this older value:
+        // show the latest again until this call has shown the latest.
+        while let newer = state.withLock({ $0.latest == shown ? nil : $0.latest }) {
+            shown = newer
+            show(newer, on: task)
+        }
     }
 
     /// The system took the time back: the queue hears it (its expiration policy

@@ -12,7 +12,6 @@ extension AsyncOperation: ProgressReporting {
     public var progress: Progress {
         let (progress, isNew, finished) = progressMadeIfNeeded()
         if isNew {
-            progress.cancellationHandler = { [weak self] in self?.cancel() }
             if let fraction = unit.fractionCompleted { Self.update(progress, fraction: fraction) }
             if finished { Self.complete(progress, unit.currentOutcome) }
         }

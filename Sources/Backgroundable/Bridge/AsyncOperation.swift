@@ -292,13 +292,16 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// The operation's Foundation `Progress`, if someone read ``progress``.
     var existingProgress: Progress? { bridge.withLock { $0.progress } }
 
-    /// ``progress``, made now if nobody read it before (`isNew`), with 100 units. Not an
-    /// implicit child of a current `Progress`. `finished`: the operation reported
+    /// ``progress``, made now if nobody read it before (`isNew`), with 100 units and a
+    /// cancellation handler that cancels the operation. Not an implicit child of a
+    /// current `Progress`. `finished`: the operation reported
     /// `isFinished` before.
     func progressMadeIfNeeded() -> (progress: Progress, isNew: Bool, finished: Bool) {
         bridge.withLock { state in
             if let progress = state.progress { return (progress, false, state.reportsFinished) }
+            // A new `Progress` has no observers yet: configuring it runs no caller code.
             let progress = Progress.discreteProgress(totalUnitCount: 100)
+            progress.cancellationHandler = { [weak self] in self?.cancel() }
             state.progress = progress
             return (progress, true, state.reportsFinished)
         }
