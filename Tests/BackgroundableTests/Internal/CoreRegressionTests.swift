@@ -77,6 +77,49 @@ struct CoreRegressionTests {
         #expect(machine.enqueuedCount == 0)
     }
 
+    // Many short sequential groups (`scaling.manyShortSequences`): each start and end is
+    // O(1), and each group's next member is ready behind every other group's first one
+    // (FIFO by readiness) — the order that makes the benchmark's large run touch its
+    // units in a memory order no cache holds, while the machine's work stays flat.
+    @Test(.timeLimit(.minutes(1))) func manyShortGroupsCostFlatAndStartInReadinessOrder() {
+        var machine = busyMachine()
+        var actions: Machine.Actions = []
+        machine.suspend()
+        let groups = (0..<25_000).map { group in (0..<4).map { ModelMember(group * 4 + $0) } }
+        var handles: [Int: Machine.Handle] = [:]
+        for group in groups {
+            for (member, handle) in machine.add(
+                contentsOf: group.map { admission($0) }, sequential: true, actions: &actions)
+            {
+                handles[member.id] = handle
+            }
+        }
+        #expect(machine.enqueuedCount == groups.count * 4)
+        actions = []
+        machine.resume(actions: &actions)
+        var started: [Int] = []
+        func collectStarts() {
+            while machine.drain(actions: &actions) {}
+            for case .start(let member, _) in actions { started.append(member.id) }
+            actions = []
+        }
+        collectStarts()
+        #expect(started.count == groups.count)
+        // End every started member in the order it started, as a queue's `Task`s would.
+        var ended = 0
+        while ended < started.count {
+            machine.memberEnded(handles[started[ended]]!, .finished, actions: &actions)
+            ended += 1
+            collectStarts()
+        }
+        let readinessOrder = (0..<4).flatMap { position in groups.indices.map { $0 * 4 + position } }
+        #expect(started == readinessOrder)
+        machine.memberEnded(holderHandle, .finished, actions: &actions)
+        #expect(!machine.isBusy)
+        let footprint = machine.footprint
+        #expect(footprint.readyEntries == 0 && footprint.names == 0 && footprint.lanes == 0)
+    }
+
     @Test func aReplaceStormOnOneNameKeepsOnlyTheLast() {
         var machine = busyMachine()
         var actions: Machine.Actions = []
