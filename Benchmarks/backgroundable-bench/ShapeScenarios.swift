@@ -111,8 +111,8 @@ func scalingScenarios(small: Int, large: Int) -> [Scenario] {
 /// At 160,000 objects, 40,000 `Task`s are in flight and every successor was made long
 /// before its turn: on a 32 MB last-level cache its memory has left the cache, at 10,000
 /// it has not. The ratio of `.large` to `.small` is what any design with a unit made at
-/// its add and a `Task` per unit pays on this shape (1.1–1.5 across runs on the
-/// project's machine).
+/// its add and a `Task` per unit pays on this shape (1.42–1.63 in five full runs on
+/// the project's machine).
 private func taskChains(units: Int) -> Double {
     let heads = (0..<units / 4).map { _ in
         let links = (0..<4).map { _ in ChainLink() }
