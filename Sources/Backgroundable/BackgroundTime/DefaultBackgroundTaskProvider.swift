@@ -38,7 +38,14 @@ public enum DefaultBackgroundTaskProvider {
     /// the provider it was created with.
     public static var processDefault: (any BackgroundTaskProvider)? {
         get { processReplacement.withLock { $0 } }
-        set { processReplacement.withLock { $0 = newValue } }
+        set {
+            // The replaced provider is handed out and released after unlocking: its
+            // `deinit` is a caller's.
+            _ = processReplacement.withLock { current in
+                defer { current = newValue }
+                return current
+            }
+        }
     }
 
     /// Runs `operation` with ``make()`` returning `provider` — in `operation`, in

@@ -7,7 +7,9 @@ import Testing
 /// The platform-neutral logic behind the Apple-only providers: the main-thread hop
 /// of `UIApplicationBackgroundTaskProvider` and the whole of
 /// `ExpiringActivityBackgroundTaskProvider` (watchOS passes it `ProcessInfo`'s API).
-@Suite("Platform provider logic")
+///
+/// Serialized: one test sets the process-wide default that another one reads.
+@Suite("Platform provider logic", .serialized)
 struct PlatformProviderTests {
     /// A stand-in for `ProcessInfo.performExpiringActivity`: runs each block on a
     /// global queue, like the real one, and lets the test expire the activities.
@@ -104,4 +106,22 @@ struct PlatformProviderTests {
         #expect(inChild as? RecordingBackgroundTaskProvider === recording)
         #expect(DefaultBackgroundTaskProvider.make() is NoopBackgroundTaskProvider)
     }
+
+    @Test func replacingTheProcessDefaultReleasesTheOldOneOutsideItsLock() {
+        // The replaced provider's `deinit` is a caller's: this one reads the default.
+        DefaultBackgroundTaskProvider.processDefault = ReadingTheDefaultOnRelease()
+        DefaultBackgroundTaskProvider.processDefault = nil
+        #expect(DefaultBackgroundTaskProvider.processDefault == nil)
+    }
+}
+
+/// A provider whose `deinit` reads ``DefaultBackgroundTaskProvider/processDefault``.
+private final class ReadingTheDefaultOnRelease: BackgroundTaskProvider {
+    deinit { _ = DefaultBackgroundTaskProvider.processDefault }
+
+    func beginBackgroundTask(named name: String, expirationHandler: @escaping @Sendable () -> Void)
+        -> BackgroundTaskIdentifier?
+    { nil }
+
+    func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {}
 }
