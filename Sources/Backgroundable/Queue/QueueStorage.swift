@@ -268,6 +268,14 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var watchers: [ProgressWatcher] = []
         /// The progress when the batch was taken, if it has a `progress` delivery.
         var progress: Machine.ProgressReading?
+
+        /// Drops what was delivered, keeping the deliveries' buffer for the next batch.
+        mutating func clear() {
+            deliveries.removeAll(keepingCapacity: true)
+            listeners = []
+            watchers = []
+            progress = nil
+        }
     }
 
     /// Under the lock: the next batch, or `false` when the outbox is empty (the machine
@@ -297,40 +305,49 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
             }
             taken = false
-            let (deliveries, listeners, watchers) = (batch.deliveries, batch.listeners, batch.watchers)
-            for delivery in deliveries {
-                switch delivery {
-                case .busy(let period):
-                    // Background time first, then the delegate and listeners; members
-                    // of the period start only after all of them.
-                    let time = HeldBackgroundTime.begin(named: label, provider: provider) {
-                        self.expireBackgroundTime()
-                    }
-                    state.withLock { $0.backgroundTime = time }
-                    front?.queueWillStartWork()
-                    for listener in listeners { listener.yield(.busy) }
-                    transition { machine, actions in machine.backgroundTimeBegun(period: period, actions: &actions) }
-                case .idle(let period):
-                    state.withLock { $0.backgroundTime.take() }?.end()
-                    front?.queueDidFinishWork()
-                    for listener in listeners { listener.yield(.idle) }
-                    // Resumed exactly once: `idleDelivered` hands each waiter out once.
-                    for waiter in state.withLock({ $0.machine.idleDelivered(period: period) }) {
-                        waiter.resume()
-                    }
-                case .event(let event):
-                    for observer in observers { observer.observe(event) }
-                    if !listeners.isEmpty, let event = Self.publicEvent(event) {
-                        for listener in listeners { listener.yield(event) }
-                    }
-                case .progress:
-                    guard let reading = batch.progress else { break }
-                    let activity = QueueActivity(reading)
-                    for watcher in watchers { watcher.offer(activity) }
-                case .closed:
-                    for listener in listeners { listener.finish() }
-                    for watcher in watchers { watcher.finish() }
+            deliver(batch)
+            // Dropped here, not by the next `takeBatch` under the lock: a delivered event
+            // may hold the last reference to a unit, and a unit the last one to a
+            // caller's value or closure, whose `deinit` may call this queue.
+            batch.clear()
+        }
+    }
+
+    /// Delivers one batch, in order.
+    private func deliver(_ batch: DeliveryBatch) {
+        let (listeners, watchers) = (batch.listeners, batch.watchers)
+        for delivery in batch.deliveries {
+            switch delivery {
+            case .busy(let period):
+                // Background time first, then the delegate and listeners; members
+                // of the period start only after all of them.
+                let time = HeldBackgroundTime.begin(named: label, provider: provider) {
+                    self.expireBackgroundTime()
                 }
+                state.withLock { $0.backgroundTime = time }
+                front?.queueWillStartWork()
+                for listener in listeners { listener.yield(.busy) }
+                transition { machine, actions in machine.backgroundTimeBegun(period: period, actions: &actions) }
+            case .idle(let period):
+                state.withLock { $0.backgroundTime.take() }?.end()
+                front?.queueDidFinishWork()
+                for listener in listeners { listener.yield(.idle) }
+                // Resumed exactly once: `idleDelivered` hands each waiter out once.
+                for waiter in state.withLock({ $0.machine.idleDelivered(period: period) }) {
+                    waiter.resume()
+                }
+            case .event(let event):
+                for observer in observers { observer.observe(event) }
+                if !listeners.isEmpty, let event = Self.publicEvent(event) {
+                    for listener in listeners { listener.yield(event) }
+                }
+            case .progress:
+                guard let reading = batch.progress else { break }
+                let activity = QueueActivity(reading)
+                for watcher in watchers { watcher.offer(activity) }
+            case .closed:
+                for listener in listeners { listener.finish() }
+                for watcher in watchers { watcher.finish() }
             }
         }
     }

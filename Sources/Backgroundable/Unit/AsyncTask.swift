@@ -666,7 +666,7 @@ extension AsyncTask {
         case .group(let group):
             switch state.withLock({ $0.join(group, as: self, claimed: claimed) }) {
             case nil: return false
-            case .joined: ending = nil
+            case .joined: ending = nil  // Its unrun work is released here, after unlocking.
             case .ended(let end): ending = end
             }
         case .ended(let outcome, let value):

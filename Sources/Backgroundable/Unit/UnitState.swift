@@ -33,6 +33,15 @@ struct UnitState {
         case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?, Attempts)
     }
 
+    /// The work of a unit that has not run it yet: what leaves the state when the unit
+    /// ends or joins another one before its `Task` took the work.
+    private var unrunWork: AsyncTask.Work? {
+        switch phase {
+        case .created(let work), .enqueued(let work), .launching(let work, _): work
+        default: nil
+        }
+    }
+
     /// How many attempts a unit made, kept with its outcome: one word, and no
     /// allocation unless it was retried.
     enum Attempts {
@@ -92,6 +101,10 @@ struct UnitState {
         var waiters: [Waiter]
         /// The group a joined unit leaves.
         var joined: JoinGroup?
+        /// The work that never ran, carried out of the unit's lock so that it is released
+        /// with the `Ending`, after unlocking: the `deinit` of what a caller's closure
+        /// captured may do anything, call this unit included.
+        var unrunWork: AsyncTask.Work?
     }
 
     var waiters: [Waiter] = []
@@ -411,15 +424,20 @@ struct UnitState {
     mutating func join(_ group: JoinGroup, as unit: AsyncTask, claimed: Bool) -> Joining? {
         guard isWaitingToBeAdded(claimed: claimed) else { return nil }
         owner = nil
+        let work = unrunWork
         phase = .joined(group)
         guard let (outcome, value) = group.add(unit, awaiting: waiters.count(where: \.isAwaiting)) else {
-            return .joined
+            return .joined(unrunWork: work)
         }
-        return end(outcome, value: value).map(Joining.ended) ?? .joined
+        guard var ending = end(outcome, value: value) else { return .joined(unrunWork: work) }
+        ending.unrunWork = work
+        return .ended(ending)
     }
 
+    /// What ``join(_:as:claimed:)`` did; either way the unit's own work, which will
+    /// never run, is handed out to be released after unlocking.
     enum Joining {
-        case joined
+        case joined(unrunWork: AsyncTask.Work?)
         case ended(Ending)
     }
 
@@ -430,8 +448,11 @@ struct UnitState {
     ) -> Ending? {
         guard isWaitingToBeAdded(claimed: claimed) else { return nil }
         owner = nil
+        let work = unrunWork
         phase = .joined(JoinGroup.ended)
-        return end(outcome, value: value)
+        var ending = end(outcome, value: value)
+        ending?.unrunWork = work
+        return ending
     }
 
     // MARK: Ending
@@ -491,12 +512,13 @@ struct UnitState {
         _ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>?, attempts: Attempts,
         task: Task<Void, Never>? = nil, parkedBody: Continuation<Void>? = nil, joined: JoinGroup? = nil
     ) -> Ending {
+        let work = unrunWork
         phase = .ended(outcome, value: value, attempts)
         let waiters = self.waiters
         self.waiters = []
         return Ending(
             outcome: outcome, queue: owner?.queue, handle: owner?.handle ?? .unadmitted, task: task,
-            parkedBody: parkedBody, waiters: waiters, joined: joined)
+            parkedBody: parkedBody, waiters: waiters, joined: joined, unrunWork: work)
     }
 }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import Testing
 
@@ -207,6 +208,70 @@ struct CoreRegressionTests {
         await queue.waitUntilIdle()
     }
 
+    // The same rule for what a caller's closure captured: its `deinit` is caller code
+    // too, and may call the unit or the queue. Work that never ran is released after
+    // the unit's lock; a delivered event holding the last reference to a unit is
+    // released after the queue's lock.
+    @Test func theCapturesOfWorkThatNeverRanAreReleasedOutsideTheUnitsLock() async {
+        let released = Recorder<Bool>()
+        // Ended before it ran.
+        let cancelled = WeakUnitBox()
+        let unit = AsyncTask(timeout: nil, Self.body(whoseCaptureOnReleaseReads: cancelled, into: released))
+        cancelled.unit = unit
+        unit.cancel()
+        #expect(released.all == [false])
+        // Joined another unit: its own work never runs.
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .join) { $0.finish() }
+        let joining = WeakUnitBox()
+        let joiner = AsyncTask(
+            name: "refresh", timeout: nil, uniquenessPolicy: .join,
+            Self.body(whoseCaptureOnReleaseReads: joining, into: released))
+        joining.unit = joiner
+        queue.add(joiner)
+        #expect(released.all == [false, false])
+        queue.resume()
+        #expect(await joiner.outcome.kind == .finished)
+    }
+
+    @Test func aDeliveredEventHoldingTheLastReferenceToAUnitIsReleasedOutsideTheQueuesLock() async {
+        let provider = GatedProvider()
+        let queue = BackgroundQueue(
+            label: "release", maxConcurrentTasks: nil, backgroundTaskProvider: provider,
+            expirationPolicy: .cancelAll, observers: [IgnoringObserver()], measurer: nil)
+        // Another thread makes the queue busy and, delivering that, waits in the provider.
+        DispatchQueue.global().async { queue.add(timeout: nil) { $0.finish() } }
+        await provider.entered.wait()
+        // A unit that ends before it runs while that thread is the deliverer: the
+        // outbox holds the last reference to it (its `onTimeout` captures the probe).
+        let released = Signal()
+        let probe = Capture {
+            _ = queue.enqueuedCount  // takes the queue's lock
+            released.signal()
+        }
+        do {
+            let unit = AsyncTask(timeout: .seconds(60), onTimeout: { _ in _ = probe }) { $0.finish() }
+            queue.add(unit)
+            unit.cancel()
+        }
+        _ = consume probe
+        provider.open.signal()
+        await released.wait()
+        await queue.waitUntilIdle()
+    }
+
+    /// A callback body whose closure holds the last reference to an object that, when
+    /// released, reads the unit in `box` (taking its lock) and records what it read.
+    private static func body(
+        whoseCaptureOnReleaseReads box: WeakUnitBox, into released: Recorder<Bool>
+    ) -> @Sendable (AsyncTask) -> Void {
+        let capture = Capture { released.append(box.unit?.isExecuting ?? true) }
+        return { task in
+            withExtendedLifetime(capture) { task.finish() }
+        }
+    }
+
     // 5. `finish()` on a unit its queue started but whose work has not run cancels it.
     @Test func finishWhileLaunchingCancelsAndTheWorkNeverRuns() {
         let queue = BackgroundQueue()
@@ -255,4 +320,42 @@ struct CoreRegressionTests {
         machine.backgroundTimeBegun(period: 1, actions: &actions)
         #expect(!actions.contains { if case .spawnDrainer = $0 { true } else { false } })
     }
+}
+
+/// Runs `onRelease` in its `deinit`: what a caller's closure captured.
+private final class Capture: Sendable {
+    let onRelease: @Sendable () -> Void
+
+    init(_ onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
+
+    deinit { onRelease() }
+}
+
+/// A unit, held weakly, set once the unit exists.
+private final class WeakUnitBox: @unchecked Sendable {
+    /// Set before the unit ends, read by the release it causes: never concurrently.
+    weak var unit: AsyncTask?
+}
+
+/// Holds the thread that begins background time until `open` is signalled; `entered`
+/// says it is there.
+private final class GatedProvider: BackgroundTaskProvider {
+    let entered = Signal()
+    let open = DispatchSemaphore(value: 0)
+
+    func beginBackgroundTask(named name: String, expirationHandler: @escaping @Sendable () -> Void)
+        -> BackgroundTaskIdentifier?
+    {
+        entered.signal()
+        open.wait()  // A Dispatch thread of the test's, never a cooperative one.
+        return nil
+    }
+
+    func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {}
+}
+
+/// Asks its queue for `ended` events, and keeps none of them.
+private struct IgnoringObserver: QueueObserver {
+    var events: ObservedEvents { .ended }
+    func observe(_ event: QueueEvent<AsyncTask>) {}
 }
