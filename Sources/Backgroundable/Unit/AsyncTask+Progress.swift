@@ -31,23 +31,31 @@ extension AsyncTask {
     /// A fraction below 0 counts as 0 and above 1 as 1; NaN is ignored. A retried unit
     /// starts each attempt with no progress. A report after the unit ended changes
     /// ``fractionCompleted`` only: an ended unit counts as done in its queue.
-    public func reportProgress(_ fractionCompleted: Double) {
+    @inlinable public func reportProgress(_ fractionCompleted: Double) {
         guard !fractionCompleted.isNaN else { return }
-        store(progress: Swift.min(Swift.max(fractionCompleted, 0), 1))
+        storeProgress(Self.progressBits(Swift.min(Swift.max(fractionCompleted, 0), 1)))
     }
 
     /// Reports progress as `completed` of `total` units of the unit's own (files,
     /// bytes, pages): ``reportProgress(_:)`` with `completed / total`. A `total` of 0 or
     /// less is ignored; `completed` is kept within `0...total`.
-    public func reportProgress(completed: Int, of total: Int) {
+    @inlinable public func reportProgress(completed: Int, of total: Int) {
         guard total > 0 else { return }
-        store(progress: Double(Swift.min(Swift.max(completed, 0), total)) / Double(total))
+        storeProgress(Self.progressBits(Double(Swift.min(Swift.max(completed, 0), total)) / Double(total)))
     }
 
-    /// Stores a fraction within 0...1, rounded by adding a half (`rounded()` is a libm
-    /// call: ≈ 25 % of a report).
-    private func store(progress fraction: Double) {
-        progressBits.store(UInt32(fraction * Self.progressScale + 0.5) + 1, ordering: .relaxed)
+    /// A fraction within 0...1 as ``progressBits`` holds it, rounded by adding a half
+    /// (`rounded()` is a libm call: ≈ 25 % of a report). Inlinable with the two report
+    /// methods, so that a caller's loop of reports keeps its arithmetic in the loop
+    /// (≈ 2× fewer cycles per report on `e2e.BackgroundQueue.asyncBody.progress100`).
+    @inlinable static func progressBits(_ fraction: Double) -> UInt32 {
+        UInt32(fraction * progressScale + 0.5) + 1
+    }
+
+    /// Stores a report: one relaxed store, which only this unit's ``fractionCompleted``
+    /// and its queue's samples read.
+    @usableFromInline func storeProgress(_ bits: UInt32) {
+        progressBits.store(bits, ordering: .relaxed)
     }
 
     /// The latest progress the current attempt reported, from 0 to 1; `nil` until it
@@ -59,5 +67,5 @@ extension AsyncTask {
 
     /// ``progressBits`` holds the fraction in billionths: decimal fractions read back as
     /// they were reported (0.1 is 0.1), and 10⁹ + 1 fits in 32 bits.
-    private static var progressScale: Double { 1_000_000_000 }
+    @usableFromInline static var progressScale: Double { 1_000_000_000 }
 }
