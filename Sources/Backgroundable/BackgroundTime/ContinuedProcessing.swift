@@ -80,8 +80,10 @@ final class ContinuedProcessing: BackgroundTaskProvider, QueueProgressFollower {
     /// The queue is done: the task completes successfully, now if it launched, else as
     /// soon as it launches (its assertion is gone then).
     func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
-        let task = state.withLock { $0.assertions.removeValue(forKey: identifier.rawValue)?.task }
-        task?.setTaskCompleted(success: true)
+        // The whole assertion is handed out, so that its expiration handler (and what
+        // that captured) is released after unlocking.
+        let assertion = state.withLock { $0.assertions.removeValue(forKey: identifier.rawValue) }
+        assertion?.task?.setTaskCompleted(success: true)
     }
 
     /// The system launched the task of `taskIdentifier`: it is bound to its assertion,

@@ -52,12 +52,16 @@ public final class RecordingBackgroundTaskProvider: BackgroundTaskProvider {
 
     /// Records the end; an identifier that is not active counts in ``unbalancedEndCount``. Thread-safe.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
-        state.withLock { state in
-            if state.active.removeValue(forKey: identifier) == nil {
+        // The handler is handed out and released after unlocking: what it captured is
+        // the caller's.
+        _ = state.withLock { state in
+            let handler = state.active.removeValue(forKey: identifier)
+            if handler == nil {
                 state.unbalancedEnds += 1
             } else {
                 state.log.append(.ended(identifier))
             }
+            return handler
         }
     }
 

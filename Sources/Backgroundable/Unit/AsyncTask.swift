@@ -624,7 +624,7 @@ extension AsyncTask {
     private func waitToRetry(after error: any Error, delay: Duration) async -> Bool {
         // The next attempt reports its own progress, from none.
         progressBits.store(0, ordering: .relaxed)
-        switch state.withLock({ $0.beginRetry(after: error, delay: delay) }) {
+        switch state.withLock({ $0.beginRetry(after: error, delay: delay) })?.wait {
         case .queue:
             // Resumed exactly once: here when the unit has ended, else by whichever of the
             // queue's next start and the unit's end takes it out of the state.

@@ -241,19 +241,25 @@ struct UnitState {
 
     /// executing → retrying, after an attempt failed with `error` and the next one
     /// should start `delay` later, for the unit's `Task`. `nil` when the unit has ended.
-    mutating func beginRetry(after error: any Error, delay: Duration) -> RetryWait? {
+    /// `replaced` is the record of the attempt before, handed out so that its error —
+    /// a caller's value — is released after unlocking.
+    mutating func beginRetry(after error: any Error, delay: Duration) -> (
+        wait: RetryWait, replaced: AttemptRecord?
+    )? {
         let record: AttemptRecord
+        var replaced: AttemptRecord?
         switch phase {
         case .executing(let task, .operation(let taskID)):
             record = AttemptRecord(count: 1, lastError: error, taskID: taskID, delay: delay)
             phase = .retrying(task: task, record, parked: nil)
         case .executing(let task, .retried(let current)):
             record = AttemptRecord(count: current.count, lastError: error, taskID: current.taskID, delay: delay)
+            replaced = current
             phase = .retrying(task: task, record, parked: nil)
         default:
             return nil
         }
-        return owner == nil ? .itself : .queue
+        return (owner == nil ? .itself : .queue, replaced)
     }
 
     /// What the retrying unit's `Task` does once parked.

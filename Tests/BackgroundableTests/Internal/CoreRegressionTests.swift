@@ -261,6 +261,49 @@ struct CoreRegressionTests {
         await queue.waitUntilIdle()
     }
 
+    @Test func anEarlierAttemptsErrorIsReleasedOutsideTheUnitsLock() async throws {
+        let (queue, _) = makeQueue()
+        let attempts = Lock(0)
+        let read = Recorder<Int>()
+        let handle = queue.addTask(.init(retry: .fixed(maxAttempts: 3, delay: .zero))) { () async throws -> Int in
+            let attempt = attempts.withLock { count in
+                count += 1
+                return count
+            }
+            let unit = WeakUnitBox()
+            unit.unit = AsyncTask.current
+            // The first error is released when the second attempt fails, as the unit
+            // records it instead; its `deinit` reads the unit.
+            if attempt == 1 { throw ErrorReleasing(Capture { read.append(unit.unit?.attempts ?? -1) }) }
+            if attempt == 2 { throw TestError(code: 2) }
+            return attempt
+        }
+        #expect(try await handle.value == 3)
+        #expect(read.all == [2])
+    }
+
+    @Test func providersReleaseWhatTheirHandlersCapturedOutsideTheirLocks() throws {
+        let recording = RecordingBackgroundTaskProvider()
+        let began = recording.beginBackgroundTask(
+            named: "direct", expirationHandler: Self.handler(capturing: Capture { _ = recording.activeIdentifiers }))
+        recording.endBackgroundTask(try #require(began))
+        #expect(recording.activeIdentifiers.isEmpty)
+
+        let continued = ContinuedProcessing(identifierPrefix: "app", title: "T", subtitle: nil) { _ in }
+        let submitted = continued.beginBackgroundTask(
+            named: "direct",
+            expirationHandler: Self.handler(
+                capturing: Capture {
+                    continued.endBackgroundTask(BackgroundTaskIdentifier(rawValue: -1))  // takes its lock
+                }))
+        continued.endBackgroundTask(try #require(submitted))
+    }
+
+    /// An expiration handler holding the last reference to `capture`.
+    private static func handler(capturing capture: Capture) -> @Sendable () -> Void {
+        { withExtendedLifetime(capture) {} }
+    }
+
     /// A callback body whose closure holds the last reference to an object that, when
     /// released, reads the unit in `box` (taking its lock) and records what it read.
     private static func body(
@@ -358,4 +401,11 @@ private final class GatedProvider: BackgroundTaskProvider {
 private struct IgnoringObserver: QueueObserver {
     var events: ObservedEvents { .ended }
     func observe(_ event: QueueEvent<AsyncTask>) {}
+}
+
+/// An error holding a caller's object, as errors with a class payload do.
+private struct ErrorReleasing: Error {
+    let payload: Capture
+
+    init(_ payload: Capture) { self.payload = payload }
 }

@@ -161,7 +161,7 @@ struct UnitStateTests {
             _ = state.launch()
             _ = state.takeWork(taskID: { 3 })
             if attachFirst { _ = state.attach(.init(slot: 0, ticket: 1)) }
-            let wait = state.beginRetry(after: TestError(code: 1), delay: .seconds(1))
+            let wait = state.beginRetry(after: TestError(code: 1), delay: .seconds(1))?.wait
             #expect(wait.map { if case .queue = $0 { true } else { false } } == true)
             await withContinuation { (continuation: Continuation<Void>) in
                 let parked = state.park(untilNextAttempt: continuation)
