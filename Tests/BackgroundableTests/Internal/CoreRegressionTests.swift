@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -240,8 +241,9 @@ struct CoreRegressionTests {
         let queue = BackgroundQueue(
             label: "release", maxConcurrentTasks: nil, backgroundTaskProvider: provider,
             expirationPolicy: .cancelAll, observers: [IgnoringObserver()], measurer: nil)
-        // Another thread makes the queue busy and, delivering that, waits in the provider.
-        DispatchQueue.global().async { queue.add(timeout: nil) { $0.finish() } }
+        // A thread of its own makes the queue busy and, delivering that, waits in the
+        // provider (not a thread of the pool the suite's tasks run on).
+        Thread { queue.add(timeout: nil) { $0.finish() } }.start()
         await provider.entered.wait()
         // A unit that ends before it runs while that thread is the deliverer: the
         // outbox holds the last reference to it (its `onTimeout` captures the probe).
@@ -390,7 +392,7 @@ private final class GatedProvider: BackgroundTaskProvider {
         -> BackgroundTaskIdentifier?
     {
         entered.signal()
-        open.wait()  // A Dispatch thread of the test's, never a cooperative one.
+        open.wait()  // The test's own thread, never a cooperative one.
         return nil
     }
 
