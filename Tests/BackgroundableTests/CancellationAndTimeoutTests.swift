@@ -128,7 +128,10 @@ struct TimeoutTests {
         await fired.wait()
         let elapsed = ContinuousClock.now - start
         #expect(elapsed >= .milliseconds(50))
-        #expect(elapsed < .seconds(5))
+        // A real clock, shared with the whole suite: under the thread sanitizer on two
+        // busy cores the timer has fired after seconds. The bound tells the unit's own
+        // timeout from the default one (10 s).
+        #expect(elapsed < .seconds(9))
         #expect(await unit.outcome.kind == .timedOut)
         unit.finish()
         unit.cancel()

@@ -276,9 +276,10 @@ struct MisuseTests {
         let seen = Lock<AsyncTask.Outcome.Kind?>(nil)
         let handleBox = Lock<AsyncTask?>(nil)
         let gate = Signal()
-        // A long timeout: detection must not depend on the machine being fast; without it
-        // the test would wait the whole timeout and then fail.
-        let handle = queue.addTask(timeout: .seconds(5)) {
+        // A long timeout: detection must not depend on the machine being fast (5 s ran out
+        // under the sanitizer on a loaded run); without detection the test would wait the
+        // whole timeout and then fail.
+        let handle = queue.addTask(timeout: .seconds(60)) {
             await gate.wait()
             if let unit = handleBox.withLock({ $0 }) {
                 let outcome = await unit.outcome
