@@ -204,7 +204,7 @@ struct SingleFlightTests {
         #expect(try await ended.value == 5)
         let late = AsyncTask.operation { 6 }
         #expect(late.task.state.withLock { $0.claim(by: queue.core) })
-        late.task.joinFromQueue(ended.task)
+        late.task.settle(.join(primary: ended.task)).remainder?()
         #expect(try await late.value == 5)
     }
 

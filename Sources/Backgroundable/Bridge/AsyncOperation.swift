@@ -167,6 +167,17 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         endedFromHere(unit.end(outcome))
     }
 
+    /// ``end(_:)`` under its queue's lock: the unit's outcome is set there, the rest is
+    /// done after unlocking (see ``QueueMember/settle(_:)``).
+    func settleEnd(_ outcome: AsyncTask.Outcome) -> SettledDecision {
+        let result = unit.state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
+        guard let ending = result.ending else { return SettledDecision(applied: false, outcome: result.outcome) }
+        return SettledDecision(applied: true, outcome: result.outcome) {
+            ending.perform(for: self.unit)
+            self.endedFromHere(ending.outcome)
+        }
+    }
+
     /// The unit was ended by a call made through the operation (`outcome` is `nil` when
     /// it had already ended). Before the start nothing may observe the unit, so a
     /// cancellation is passed on here; after it, the observer has heard already and

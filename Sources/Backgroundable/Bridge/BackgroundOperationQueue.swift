@@ -231,9 +231,11 @@ extension BackgroundOperationQueue: QueueFront {
         mailbox.post { delegate.backgroundQueueWillStartOperations(self) }
     }
 
-    func queueDidFinishWork() {
-        guard let delegate else { return }
-        mailbox.post { delegate.backgroundQueueDidFinishOperations(self) }
+    func queueDidFinishWork(then delivered: @escaping @Sendable () -> Void) {
+        let notification = delegate.map { delegate in
+            { @MainActor @Sendable in delegate.backgroundQueueDidFinishOperations(self) }
+        }
+        mailbox.post(notification, then: delivered)
     }
 }
 
@@ -260,11 +262,33 @@ extension Operation: QueueMember {
         }
     }
 
+    /// Under the queue's lock: an ``AsyncOperation``'s unit takes its outcome there; any
+    /// other operation is cancelled after unlocking (Foundation's calls never run under
+    /// the lock). A joining operation joins after unlocking too.
+    func settle(_ decision: QueueDecision) -> SettledDecision {
+        switch decision {
+        case .end(let outcome):
+            settleEnding(outcome)
+        case .replace:
+            settleEnding(.replaced)
+        case .join(let primary):
+            SettledDecision(applied: true, outcome: nil) { self.join(primary) }
+        }
+    }
+
+    private func settleEnding(_ outcome: AsyncTask.Outcome) -> SettledDecision {
+        if let operation = self as? AsyncOperation { return operation.settleEnd(outcome) }
+        return SettledDecision(applied: true, outcome: outcome) { self.cancel() }
+    }
+
+    /// The bridge's replacements wait through Foundation's dependencies instead.
+    func waitBeforeRunning(for gates: [ReplacementGate]) {}
+
     /// ``UniquenessPolicy/join``: an ``AsyncOperation`` joins a live ``AsyncOperation``
     /// of its name (its closure never runs; it finishes with that one's outcome). A
     /// plain `Operation` has no outcome to share: beside one the newcomer is dropped, as
     /// is an operation whose unit a ``BackgroundQueue`` holds (`AsyncOperation(task:)`).
-    func joinFromQueue(_ primary: any QueueMember) {
+    private func join(_ primary: any QueueMember) {
         guard let operation = self as? AsyncOperation else { return }
         if let primary = primary as? AsyncOperation, operation.task.join(primary.task, claimed: false) { return }
         operation.end(.dropped)

@@ -416,9 +416,11 @@ extension BackgroundQueue: QueueFront {
         mailbox.post { delegate.backgroundQueueWillStartTasks(self) }
     }
 
-    nonisolated func queueDidFinishWork() {
-        guard let delegate else { return }
-        mailbox.post { delegate.backgroundQueueDidFinishTasks(self) }
+    nonisolated func queueDidFinishWork(then delivered: @escaping @Sendable () -> Void) {
+        let notification = delegate.map { delegate in
+            { @MainActor @Sendable in delegate.backgroundQueueDidFinishTasks(self) }
+        }
+        mailbox.post(notification, then: delivered)
     }
 }
 
@@ -457,9 +459,19 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
             return
         }
         let admission = unit.admission
-        if let handle = transition({ machine, actions in machine.add(admission, actions: &actions) }) {
-            unit.attach(handle, ended: memberEnded)
+        let handle = transition { machine, actions in
+            Self.mayReplace(admission) ? machine.add(admission, actions: &actions) : nil
         }
+        if let handle { unit.attach(handle, ended: memberEnded) }
+    }
+
+    /// `false` for a unit that would replace others but has ended already (cancelled
+    /// while it was being added): its add changes nothing. Under the queue's lock, so
+    /// that a unit replaces others only if it had not ended when it did. (A unit that
+    /// ends before its add is rejected or joins is told by settling, see
+    /// ``QueueMember/settle(_:)``; one with no such policy is admitted and leaves.)
+    private static func mayReplace(_ admission: Machine.Admission) -> Bool {
+        admission.policy != .replace || admission.name == nil || !admission.member.isFinished
     }
 
     /// Adds units in order, each after the previous one when `sequential`. The
@@ -472,7 +484,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         #endif
         let admissions = claimed.map(\.admission)
         let admitted = transition { machine, actions in
-            machine.add(contentsOf: admissions, sequential: sequential, actions: &actions)
+            machine.add(contentsOf: admissions.filter(Self.mayReplace), sequential: sequential, actions: &actions)
         }
         for (unit, handle) in admitted { unit.attach(handle, ended: memberEnded) }
         return admissions.count

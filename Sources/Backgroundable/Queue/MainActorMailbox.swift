@@ -20,6 +20,21 @@ final class MainActorMailbox: Sendable {
         }
     }
 
+    /// Posts `notification`, if any, then calls `delivered` once it — and everything
+    /// posted before it — ran on the main actor. With nothing to deliver (no
+    /// notification, nothing pending), `delivered` runs at once, on this thread: a queue
+    /// with no delegate never waits for the main actor.
+    func post(
+        _ notification: (@MainActor @Sendable () -> Void)?, then delivered: @escaping @Sendable () -> Void
+    ) {
+        let deliverNow = notification == nil && state.withLock { !$0.scheduled }
+        if deliverNow { return delivered() }
+        post {
+            notification?()
+            delivered()
+        }
+    }
+
     @MainActor private func deliver() {
         while true {
             let batch = state.withLock { state -> [@MainActor @Sendable () -> Void] in

@@ -42,6 +42,9 @@ struct QueueStateMachine<Member: AnyObject> {
         /// The member's lane: members of one lane run one at a time, in admission
         /// order. Ignored in a sequential batch (the batch is a lane of its own).
         var lane: String? = nil
+        /// `priority` is higher than the member's own: a caller awaiting it escalated it
+        /// before it was admitted (listeners hear `escalated` after `enqueued`).
+        var escalated = false
     }
 
     /// What the storage must do once the lock is released, in order.
@@ -52,11 +55,19 @@ struct QueueStateMachine<Member: AnyObject> {
         /// End the member with this outcome; its ``memberEnded(_:_:actions:)`` follows
         /// (with this outcome, or the one it reached first).
         case end(Member, AsyncTask.Outcome)
-        /// The member was not admitted (dropped, or the queue is closed): end it with
-        /// this outcome. Nothing follows.
+        /// The newcomer `by` replaced the member (``UniquenessPolicy/replace``): end it
+        /// ``AsyncTask/Outcome/replaced``, atomically with the newcomer's add (the storage
+        /// settles it under the lock), and start the newcomer's work only once the
+        /// member's body returned. Its ``memberEnded(_:_:actions:)`` follows.
+        case replace(Member, by: Member)
+        /// The member was not admitted (dropped, or the queue is closed or stopped
+        /// accepting work) or, with ``AsyncTask/Outcome/timedOut``, it expired as it would
+        /// start and left: end it with this outcome. Nothing follows. The storage settles
+        /// it under the lock (see ``correctEvent(of:admitted:outcome:)``).
         case reject(Member, AsyncTask.Outcome)
         /// The member was not admitted: it joins the live member `primary` of its name
-        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows.
+        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows. The
+        /// storage settles it under the lock.
         case join(Member, primary: Member)
         /// Read the progress of these executing members (outside the lock), then send
         /// ``progressSampled(_:actions:)``.
@@ -80,6 +91,9 @@ struct QueueStateMachine<Member: AnyObject> {
         private var more: [Action] = []
         /// Whether the transition made its caller the deliverer (``Action/deliver``).
         private(set) var delivers = false
+        /// Whether an action must be settled under the lock (``Action/replace(_:by:)``,
+        /// ``Action/reject(_:_:)``, ``Action/join(_:primary:)``).
+        private(set) var needsSettling = false
 
         init() {}
 
@@ -90,7 +104,11 @@ struct QueueStateMachine<Member: AnyObject> {
         var isEmpty: Bool { inline.0 == nil }
 
         mutating func append(_ action: Action) {
-            if case .deliver = action { delivers = true }
+            switch action {
+            case .deliver: delivers = true
+            case .replace, .reject, .join: needsSettling = true
+            default: break
+            }
             if inline.0 == nil {
                 inline.0 = action
             } else if inline.1 == nil {
@@ -294,7 +312,7 @@ struct QueueStateMachine<Member: AnyObject> {
     mutating func add(_ admission: Admission, actions: inout Actions) -> Handle? {
         guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
         let handle = handle(of: slot)
-        link(slot, behind: joinLane(admission.lane, slot), delay: admission.delay, actions: &actions)
+        link(slot, behind: joinLane(admission.lane, slot), admission, actions: &actions)
         startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
         return handle
     }
@@ -314,7 +332,7 @@ struct QueueStateMachine<Member: AnyObject> {
             guard let slot = admit(admission, place: .ready, actions: &actions) else { continue }
             admitted.append((admission.member, handle(of: slot)))
             let predecessor = sequential ? previous : joinLane(admission.lane, slot)
-            link(slot, behind: predecessor, delay: admission.delay, actions: &actions)
+            link(slot, behind: predecessor, admission, actions: &actions)
             previous = slot
         }
         startReady(inline: 0, actions: &actions)
@@ -373,7 +391,7 @@ struct QueueStateMachine<Member: AnyObject> {
                 var cursor = groups[Int(number)].first
                 while cursor >= 0 {
                     let next = records[Int(cursor)].nameNext
-                    markEnding(cursor, .replaced, actions: &actions)
+                    markEnding(cursor, .replaced, by: admission.member, actions: &actions)
                     cursor = next
                 }
             }
@@ -393,8 +411,11 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Places an admitted member: ready, blocked behind `predecessor`, or waiting for
-    /// its start time `delay` nanoseconds from now (or both).
-    private mutating func link(_ slot: Int32, behind predecessor: Int32, delay: Int64, actions: inout Actions) {
+    /// its start time (the admission's delay from now), or both.
+    private mutating func link(
+        _ slot: Int32, behind predecessor: Int32, _ admission: Admission, actions: inout Actions
+    ) {
+        let delay = admission.delay
         if delay > 0 {
             waitForStartTime(slot, ContinuousNanoseconds.deadline(after: now(), delay), actions: &actions)
         }
@@ -409,6 +430,7 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         let member = records[Int(slot)].member!
         emit(.enqueued(member), actions: &actions)
+        if admission.escalated { emit(.escalated(member, priority: admission.priority), actions: &actions) }
     }
 
     /// Makes `slot` the last member of `lane`: returns the member it waits behind (the
@@ -680,11 +702,18 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Asks for a live member to end with `outcome`: it stops counting for
     /// deduplication and can no longer start; the storage ends it.
-    private mutating func markEnding(_ slot: Int32, _ outcome: AsyncTask.Outcome, actions: inout Actions) {
+    private mutating func markEnding(
+        _ slot: Int32, _ outcome: AsyncTask.Outcome, by newcomer: Member? = nil, actions: inout Actions
+    ) {
         guard !records[Int(slot)].isEnding else { return }
         records[Int(slot)].isEnding = true
         removeFromName(slot)
-        actions.append(.end(records[Int(slot)].member!, outcome))
+        let member = records[Int(slot)].member!
+        if let newcomer {
+            actions.append(.replace(member, by: newcomer))
+        } else {
+            actions.append(.end(member, outcome))
+        }
     }
 
     /// A member reached its outcome (by itself, or through an ``Action/end(_:_:)``):
@@ -1037,6 +1066,24 @@ struct QueueStateMachine<Member: AnyObject> {
         }
     }
 
+    /// The storage settled a rejection or a join of this transition that did not take
+    /// effect: the member had reached `outcome` before. The event posted about it is
+    /// corrected: it tells that outcome (a member that expired as it would start had been
+    /// admitted), or goes (one turned away at its add was never in the queue). O(events
+    /// not yet delivered), on this rare path only.
+    mutating func correctEvent(of member: Member, admitted: Bool, outcome: AsyncTask.Outcome?) {
+        guard
+            let index = outbox.lastIndex(where: {
+                if case .event(let event) = $0 { event.member === member } else { false }
+            })
+        else { return }
+        if admitted, let outcome {
+            outbox[index] = .event(.ended(member, outcome))
+        } else {
+            outbox.remove(at: index)
+        }
+    }
+
     /// Per-member events cost nothing while nobody listens.
     private mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout Actions) {
         guard !observedEvents.isEmpty else { return }
@@ -1261,6 +1308,16 @@ struct RetryNote: Sendable {
 extension QueueEvent: Sendable where Member: Sendable {}
 
 extension QueueEvent {
+    /// The member the event is about.
+    var member: Member? {
+        switch self {
+        case .enqueued(let member), .started(let member), .ended(let member, _), .retrying(let member, _),
+            .joined(let member, _), .escalated(let member, _):
+            member
+        case .backgroundTimeExpiring: nil
+        }
+    }
+
     var kind: ObservedEvents {
         switch self {
         case .enqueued: .enqueued

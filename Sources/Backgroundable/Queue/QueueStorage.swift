@@ -8,9 +8,6 @@ protocol QueueMember: AnyObject, Sendable {
     /// Ends the member from the queue's side (replaced, timed out, cancelled,
     /// dropped). Does nothing when it has already ended.
     func endFromQueue(_ outcome: AsyncTask.Outcome)
-    /// The member was not admitted: it joins `primary` (a member of the same kind, live
-    /// with the same name) and ends with its outcome (``UniquenessPolicy/join``).
-    func joinFromQueue(_ primary: any QueueMember)
     /// The public event about this member for a queue's listeners, if members of this
     /// kind have one.
     func publicEvent(_ event: MemberEvent) -> BackgroundQueue.Event?
@@ -19,14 +16,51 @@ protocol QueueMember: AnyObject, Sendable {
     var reportedProgress: Double? { get }
     /// The member's name, for progress watchers that list the executing members.
     var memberName: String? { get }
+    /// Under the queue's lock, in the transition that decided it: makes the queue's
+    /// `decision` the member's own (its outcome, or the work it joins), so that nothing —
+    /// the member ending by itself, another thread's cancellation — comes between the
+    /// decision and the rest of that transition. Takes the member's own lock (always
+    /// after the queue's) and calls no caller code: what remains is in the result.
+    func settle(_ decision: QueueDecision) -> SettledDecision
+    /// Under the queue's lock: the member, just added with ``UniquenessPolicy/replace``,
+    /// runs its work only once `gates` opened (see ``ReplacementGate``).
+    func waitBeforeRunning(for gates: [ReplacementGate])
+}
+
+/// A decision of a queue about one member, settled under the queue's lock (see
+/// ``QueueMember/settle(_:)``).
+enum QueueDecision {
+    /// End it with this outcome: rejected at its add, or expired as it would start.
+    case end(AsyncTask.Outcome)
+    /// It joins `primary`'s work (``UniquenessPolicy/join``).
+    case join(primary: any QueueMember)
+    /// A newcomer replaced it (``UniquenessPolicy/replace``); a body of its that runs
+    /// is counted by `gate`, which the newcomer waits on.
+    case replace(ReplacementGate)
+}
+
+/// What settling a ``QueueDecision`` did.
+struct SettledDecision {
+    /// The decision took effect; `false` when the member had reached an outcome before.
+    var applied: Bool
+    /// The outcome the member has now, if it has one.
+    var outcome: AsyncTask.Outcome?
+    /// The gates the member was itself waiting on, when it was replaced before it ran:
+    /// its replacement waits on them too.
+    var gates: [ReplacementGate] = []
+    /// What is left to do after unlocking (resume waiters, tell a front end).
+    var remainder: (() -> Void)?
 }
 
 /// The front end a storage tells about its busy periods (a delegate's two calls).
 protocol QueueFront: AnyObject, Sendable {
     /// idle → busy, after the background time was begun and before any member starts.
     func queueWillStartWork()
-    /// busy → idle, after the background time ended.
-    func queueDidFinishWork()
+    /// busy → idle, after the background time ended. Calls `delivered` once the
+    /// notification was delivered (for a delegate on the main actor, after its call
+    /// returned there), and not before: whoever waits for the queue to be idle is resumed
+    /// then.
+    func queueDidFinishWork(then delivered: @escaping @Sendable () -> Void)
 }
 
 /// The storage of one queue: its ``QueueStateMachine`` under a lock, and the code that
@@ -121,10 +155,12 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     ) -> Result {
         var actions: Machine.Actions = []
         var admitted: [(member: Member, handle: Machine.Handle)] = []
+        var settled: [SettledDecision] = []
         var firstBatch: DeliveryBatch?
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
         let result = state.withLock { locked in
             let result = run(body, on: &locked, &actions, &admitted)
+            if actions.needsSettling { settle(&locked.machine, &actions, into: &settled) }
             if measurer != nil {
                 locked.levelsVersion &+= 1
                 levels = (locked.machine.enqueuedCount, locked.machine.executingCount, locked.levelsVersion)
@@ -139,8 +175,50 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         if let levels {
             measurer?.levelsChanged(enqueued: levels.enqueued, executing: levels.executing, version: levels.version)
         }
-        performAfterUnlocking(actions, admitted, firstBatch)
+        performAfterUnlocking(actions, admitted, settled, firstBatch)
         return result
+    }
+
+    /// Under the lock: settles the transition's decisions about members (see
+    /// ``QueueMember/settle(_:)``) in order; an event about a decision that did not take
+    /// effect is corrected to tell the outcome the member really has. A replaced member's
+    /// body that still runs holds back the newcomer that replaced it.
+    private func settle(
+        _ machine: inout Machine, _ actions: inout Machine.Actions, into settled: inout [SettledDecision]
+    ) {
+        var replacing: (newcomer: Member, gate: ReplacementGate, inherited: [ReplacementGate])?
+        func holdBackNewcomer() {
+            guard let (newcomer, gate, inherited) = replacing else { return }
+            let gates = gate.isOpen ? inherited : inherited + [gate]
+            if !gates.isEmpty { newcomer.waitBeforeRunning(for: gates) }
+        }
+        for action in actions {
+            switch action {
+            case .reject(let member, let outcome):
+                let result = member.settle(.end(outcome))
+                settled.append(result)
+                if !result.applied {
+                    // Admitted only when it expired as it would start.
+                    let admitted = outcome.kind == .timedOut
+                    machine.correctEvent(of: member, admitted: admitted, outcome: result.outcome)
+                }
+            case .join(let member, let primary):
+                let result = member.settle(.join(primary: primary))
+                settled.append(result)
+                if !result.applied { machine.correctEvent(of: member, admitted: false, outcome: nil) }
+            case .replace(let member, let newcomer):
+                if replacing?.newcomer !== newcomer {
+                    holdBackNewcomer()
+                    replacing = (newcomer, ReplacementGate(), [])
+                }
+                let result = member.settle(.replace(replacing!.gate))
+                settled.append(result)
+                replacing!.inherited += result.gates.filter { !$0.isOpen }
+            default:
+                break
+            }
+        }
+        holdBackNewcomer()
     }
 
     private func run<Result>(
@@ -157,9 +235,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     private func performAfterUnlocking(
         _ actions: Machine.Actions, _ admitted: [(member: Member, handle: Machine.Handle)],
-        _ firstBatch: DeliveryBatch?
+        _ settled: [SettledDecision], _ firstBatch: DeliveryBatch?
     ) {
-        if !actions.isEmpty { perform(actions, firstBatch) }
+        if !actions.isEmpty { perform(actions, settled, firstBatch) }
         for (member, handle) in admitted { inbox.admitted(member, handle, ended: memberEnded) }
     }
 
@@ -200,15 +278,17 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Performing actions
 
-    private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
+    private func perform(_ actions: Machine.Actions, _ settled: [SettledDecision], _ firstBatch: DeliveryBatch?) {
+        var settled = settled.makeIterator()
         for action in actions {
             switch action {
             case .start(let member, let priority):
                 member.startFromQueue(priority: priority)
-            case .end(let member, let outcome), .reject(let member, let outcome):
+            case .end(let member, let outcome):
                 member.endFromQueue(outcome)
-            case .join(let member, let primary):
-                member.joinFromQueue(primary)
+            case .reject, .join, .replace:
+                // Settled under the lock, in the same order.
+                settled.next()?.remainder?()
             case .sampleProgress(let members):
                 let samples = members.map { ($0.0, $0.1.reportedProgress ?? 0) }
                 transition { machine, actions in machine.progressSampled(samples, actions: &actions) }
@@ -330,11 +410,13 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 transition { machine, actions in machine.backgroundTimeBegun(period: period, actions: &actions) }
             case .idle(let period):
                 state.withLock { $0.backgroundTime.take() }?.end()
-                front?.queueDidFinishWork()
                 for listener in listeners { listener.yield(.idle) }
-                // Resumed exactly once: `idleDelivered` hands each waiter out once.
-                for waiter in state.withLock({ $0.machine.idleDelivered(period: period) }) {
-                    waiter.resume()
+                // The idle waiters of the period are resumed once every idle notification
+                // was delivered, the delegate's last (on the main actor, it may come later).
+                if let front {
+                    front.queueDidFinishWork { self.idleDelivered(period: period) }
+                } else {
+                    idleDelivered(period: period)
                 }
             case .event(let event):
                 for observer in observers { observer.observe(event) }
@@ -349,6 +431,14 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 for listener in listeners { listener.finish() }
                 for watcher in watchers { watcher.finish() }
             }
+        }
+    }
+
+    /// Every idle notification of `period` was delivered: its waiters return.
+    private func idleDelivered(period: UInt64) {
+        // Resumed exactly once: `idleDelivered` hands each waiter out once.
+        for waiter in state.withLock({ $0.machine.idleDelivered(period: period) }) {
+            waiter.resume()
         }
     }
 

@@ -47,6 +47,9 @@ public final class AsyncTask: Sendable {
         case operation(@isolated(any) () async throws -> any Sendable)
         /// Run by the unit's front end (an ``AsyncOperation``'s closure): no queue runs it.
         case external
+        /// The work of a unit that replaced others: it runs once their bodies returned
+        /// (see ``ReplacementGate``).
+        indirect case afterReplaced([ReplacementGate], Work)
 
         var isExternal: Bool {
             if case .external = self { true } else { false }
@@ -154,6 +157,11 @@ public final class AsyncTask: Sendable {
     /// `Optional` of the resilient `TaskPriority` is read through runtime calls, and the
     /// queue reads the priority of every unit it links.
     let priorityRawValue: UInt8
+    /// The highest priority an awaiting caller escalated the unit to (raw, 0 for none):
+    /// read when its queue admits it, so an escalation made while it waits in the
+    /// queue's inbox, or before it is added (``BackgroundQueue/run(_:_:)``), is not lost.
+    /// One byte of the padding before ``progressBits``.
+    let escalation = Atomic<UInt8>(0)
     /// The progress the unit reported in its current attempt (see
     /// ``reportProgress(_:)``): 0 for none, else 1 + the fraction in billionths.
     /// Four bytes, declared here, where they fill the padding after the two bytes above:
@@ -393,13 +401,19 @@ public final class AsyncTask: Sendable {
                 if let outcome = state.withLock({ $0.wait(.continuation(continuation, taskID: taskID)) }) {
                     continuation.resume(returning: outcome)
                 } else if Task.isCancelled {
-                    // Cancelled before it was registered: the handler found nothing.
+                    // Cancelled before it was registered: the handler found nothing. The
+                    // unit ends cancelled, and `action` (an add) is not made: an ended
+                    // unit changes nothing in a queue.
                     awaiterCancelled(taskID)
                 } else {
                     let awaiting = Task.currentPriority
-                    if Self.rank(awaiting.rawValue) > Self.rank(priorityRawValue) { escalate(to: awaiting) }
+                    let escalates = Self.rank(awaiting.rawValue) > Self.rank(priorityRawValue)
+                    // Noted before `action` adds the unit, so that its queue admits it at
+                    // the awaiting priority; applied after, to whatever it then is.
+                    if escalates { noteEscalation(awaiting.rawValue) }
+                    action()
+                    if escalates { escalate(to: awaiting) }
                 }
-                action()
             }
         } onCancel: {
             self.awaiterCancelled(taskID)
@@ -427,6 +441,7 @@ public final class AsyncTask: Sendable {
     /// in the start order (listeners hear `escalated`). A unit that joined shared work
     /// escalates that work. Never lowers a priority.
     func escalate(to priority: TaskPriority) {
+        noteEscalation(priority.rawValue)
         let (task, queue, handle, shared) = state.withLock { state in
             let admitted = state.owner.flatMap { $0.isAdmitted ? $0 : nil }
             return (state.runningTask, admitted?.queue, admitted?.handle, state.sharedWork)
@@ -438,6 +453,17 @@ public final class AsyncTask: Sendable {
             }
         }
         if let primary = shared?.primary, primary !== self { primary.escalate(to: priority) }
+    }
+
+    /// Raises ``escalation`` to `priority` if it ranks higher.
+    private func noteEscalation(_ priority: UInt8) {
+        var current = escalation.load(ordering: .relaxed)
+        while current == 0 || Self.rank(priority) > Self.rank(current) {
+            let (exchanged, original) = escalation.compareExchange(
+                expected: current, desired: priority, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
     }
 
     /// `Task.escalatePriority` where the platform has it (SE-0462; Linux, and Apple
@@ -489,10 +515,12 @@ public final class AsyncTask: Sendable {
 
     /// The admission the queue's rules need: the unit's immutable attributes.
     var admission: QueueStateMachine<AsyncTask>.Admission {
-        .init(
-            member: self, name: name, policy: uniquenessPolicy, priority: priorityRawValue,
+        let escalated = escalation.load(ordering: .relaxed)
+        let isEscalated = escalated != 0 && Self.rank(escalated) > Self.rank(priorityRawValue)
+        return .init(
+            member: self, name: name, policy: uniquenessPolicy, priority: isEscalated ? escalated : priorityRawValue,
             timeout: hasTimeout ? timeoutNanoseconds : nil, delay: extras?.notBefore?.delayFromNow ?? 0,
-            lane: extras?.lane)
+            lane: extras?.lane, escalated: isEscalated)
     }
 
     /// Its queue admitted it as `handle`: from now on the unit tells the queue when it
@@ -500,10 +528,23 @@ public final class AsyncTask: Sendable {
     /// already), `ended` tells the queue here.
     func attach(_ handle: QueueCore.Machine.Handle, ended: (QueueCore.Machine.Handle, Outcome) -> Void) {
         switch state.withLock({ $0.attach(handle) }) {
-        case .attached: break
+        case .attached:
+            // An escalation made after the admission read it, and before this attach, found
+            // no handle: it is applied here (the machine ignores one it has already).
+            if let escalated = pendingEscalation, let queue = state.withLock({ $0.owner?.queue }) {
+                queue.transition { machine, actions in
+                    machine.memberEscalated(handle, to: escalated, actions: &actions)
+                }
+            }
         case .ended(let outcome): ended(handle, outcome)
         case .retrying(let queue, let record): queue.memberRetrying(handle, after: record.delay, record.note)
         }
+    }
+
+    /// The priority an awaiting caller escalated the unit to, when it ranks above its own.
+    private var pendingEscalation: UInt8? {
+        let escalated = escalation.load(ordering: .relaxed)
+        return escalated != 0 && Self.rank(escalated) > Self.rank(priorityRawValue) ? escalated : nil
     }
 
     /// Creates the wrapping `Task` of a unit that has just moved to `launching`. The
@@ -520,6 +561,9 @@ public final class AsyncTask: Sendable {
     private func attach(_ task: Task<Void, Never>) {
         if !state.withLock({ $0.attach(task) }) {
             task.cancel()
+        } else if let escalated = pendingEscalation {
+            // Escalated between its start and this attach, when there was no `Task` to raise.
+            Self.escalate(task, to: TaskPriority(rawValue: escalated))
         }
     }
 
@@ -539,18 +583,13 @@ public final class AsyncTask: Sendable {
     private func execute() async {
         // A unit that ended before its `Task` ran (cancelled, timed out) never runs its
         // work.
-        #if Metrics
-            // Under the unit's lock: whoever ends the unit later sees when it started.
-            let measured = metricsAddedAt != 0
-            let work = state.withLock { state in
-                let work = state.takeWork(taskID: Self.currentTaskID)
-                if measured, work != nil { metricsStartedAt = ContinuousNanoseconds.now() }
-                return work
-            }
-            guard let work else { return }
-        #else
-            guard let work = state.withLock({ $0.takeWork(taskID: Self.currentTaskID) }) else { return }
-        #endif
+        var taken = takeWork()
+        while case .waitFor(let gates) = taken {
+            // It replaced units whose bodies still run: its own runs after theirs.
+            for gate in gates { await gate.wait() }
+            taken = takeWork()
+        }
+        guard case .run(let work) = taken else { return }
         switch work {
         case .callback(let body):
             await body(self)
@@ -560,15 +599,32 @@ public final class AsyncTask: Sendable {
             // Otherwise it is resumed exactly once, by the single `Ending` that takes
             // `parkedBody` out of the state.
             await withContinuation { (continuation: Continuation<Void>) in
-                if !state.withLock({ $0.park(continuation) }) {
+                let (parked, gate) = state.withLock { $0.park(continuation) }
+                if !parked {
                     continuation.resume()
+                    gate?.bodyReturned()
                 }
             }
         case .operation(let body):
             await runAttempts(of: body)
-        case .external:
-            break  // Never launched: external work is run by its front end.
+        case .external, .afterReplaced:
+            break  // Never launched: external work is run by its front end; gates are taken above.
         }
+    }
+
+    /// ``UnitState/takeWork(taskID:)`` for the unit's `Task`.
+    private func takeWork() -> UnitState.Taken? {
+        #if Metrics
+            // Under the unit's lock: whoever ends the unit later sees when it started.
+            let measured = metricsAddedAt != 0
+            return state.withLock { state in
+                let taken = state.takeWork(taskID: Self.currentTaskID)
+                if measured, case .run = taken { metricsStartedAt = ContinuousNanoseconds.now() }
+                return taken
+            }
+        #else
+            return state.withLock { $0.takeWork(taskID: Self.currentTaskID) }
+        #endif
     }
 }
 
@@ -579,17 +635,25 @@ extension AsyncTask {
     private func runAttempts(of body: @isolated(any) () async throws -> any Sendable) async {
         while true {
             do {
-                end(.finished, value: Boxed(try await Self.$current.withValue(self) { try await body() }))
+                bodyReturned(.finished, value: Boxed(try await Self.$current.withValue(self) { try await body() }))
                 return
             } catch {
                 guard let delay = retryDelay(after: error), await waitToRetryEscalating(after: error, delay: delay)
                 else {
                     // Also when the unit ended meanwhile: then this is a no-op.
-                    end(.failed(error))
+                    bodyReturned(.failed(error))
                     return
                 }
             }
         }
+    }
+
+    /// The body returned or threw for good: the unit ends with `outcome`, or, if it
+    /// ended meanwhile, the unit that replaced it may now run.
+    private func bodyReturned(_ outcome: Outcome, value: Boxed<any Sendable>? = nil) {
+        let returned = state.withLock { $0.bodyReturned(outcome, value: value) }
+        returned.ending?.perform(for: self)
+        returned.gate?.bodyReturned()
     }
 
     /// ``waitToRetry(after:delay:)``, and while the unit waits, a runtime escalation of
@@ -646,37 +710,27 @@ extension AsyncTask {
 }
 
 extension AsyncTask {
-    /// Its queue did not add it: it joins `primary`, whose work it shares.
-    func joinFromQueue(_ primary: any QueueMember) {
-        guard let primary = primary as? AsyncTask else {
-            _ = end(.dropped)  // Not reachable: a queue's members are all units.
-            return
-        }
-        join(primary, claimed: true)
-    }
-
     /// Joins `primary`'s work: ends with its outcome and value. `claimed`: its queue
     /// claimed it (and did not add it); otherwise it is an ``AsyncOperation``'s unit,
     /// which must still be unclaimed. `false` when it was in neither case (nothing
     /// changed).
     @discardableResult
     func join(_ primary: AsyncTask, claimed: Bool) -> Bool {
-        let ending: UnitState.Ending?
+        guard let joining = joining(primary, claimed: claimed) else { return false }
+        // Its unrun work is released here, after unlocking.
+        if case .ended(let ending) = joining { ending.perform(for: self) }
+        return true
+    }
+
+    /// The transitions of ``join(_:claimed:)``, with nothing performed yet (see
+    /// ``UnitState/Joining``); `nil` when the unit could not join.
+    private func joining(_ primary: AsyncTask, claimed: Bool) -> UnitState.Joining? {
         switch primary.state.withLock({ $0.shareWork(of: primary) }) {
         case .group(let group):
-            switch state.withLock({ $0.join(group, as: self, claimed: claimed) }) {
-            case nil: return false
-            case .joined: ending = nil  // Its unrun work is released here, after unlocking.
-            case .ended(let end): ending = end
-            }
+            return state.withLock { $0.join(group, as: self, claimed: claimed) }
         case .ended(let outcome, let value):
-            guard let end = state.withLock({ $0.endUnjoined(outcome, value: value, claimed: claimed) }) else {
-                return false
-            }
-            ending = end
+            return state.withLock { $0.endUnjoined(outcome, value: value, claimed: claimed) }.map { .ended($0) }
         }
-        ending?.perform(for: self)
-        return true
     }
 
     /// The work it joined ended: it ends with the same outcome and value.
@@ -710,6 +764,39 @@ extension AsyncTask: QueueMember {
 
     func endFromQueue(_ outcome: Outcome) {
         end(outcome)
+    }
+
+    func settle(_ decision: QueueDecision) -> SettledDecision {
+        switch decision {
+        case .end(let outcome):
+            let result = state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
+            return settled(result.ending, result.outcome)
+        case .replace(let gate):
+            let result = state.withLock { state in (ending: state.replace(gate: gate), outcome: state.outcome) }
+            var settled = settled(result.ending, result.outcome)
+            settled.gates = UnitState.gates(of: result.ending?.unrunWork)
+            return settled
+        case .join(let primary):
+            guard let primary = primary as? AsyncTask, let joining = joining(primary, claimed: true) else {
+                // Not reachable with a primary of another kind: a queue's members are all units.
+                return SettledDecision(applied: false, outcome: currentOutcome)
+            }
+            switch joining {
+            case .joined(let unrunWork):
+                return SettledDecision(applied: true, outcome: nil) { withExtendedLifetime(unrunWork) {} }
+            case .ended(let ending):
+                return SettledDecision(applied: true, outcome: ending.outcome) { ending.perform(for: self) }
+            }
+        }
+    }
+
+    private func settled(_ ending: UnitState.Ending?, _ outcome: Outcome?) -> SettledDecision {
+        SettledDecision(
+            applied: ending != nil, outcome: outcome, remainder: ending.map { ending in { ending.perform(for: self) } })
+    }
+
+    func waitBeforeRunning(for gates: [ReplacementGate]) {
+        state.withLock { $0.waitBeforeRunning(for: gates) }
     }
 
     var reportedProgress: Double? { fractionCompleted }
@@ -763,6 +850,7 @@ extension UnitState.Ending {
             case .callback(let callback): callback(outcome)
             case .observer(let observer): observer.unitEnded(outcome)
             case .joiners(let group): group.primaryEnded(outcome, value: unit.returnedValue)
+            case .bodyReturn: break  // Only ever held after the end.
             }
         }
         if let joined, joined.leave(unit, awaiting: awaiting) {

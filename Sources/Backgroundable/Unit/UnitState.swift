@@ -82,6 +82,9 @@ struct UnitState {
         /// The units that joined this one (always the first waiter): they end with its
         /// outcome and value.
         case joiners(JoinGroup)
+        /// Held by a unit replaced while its body ran (the only waiter left once it ended):
+        /// the gate its replacement waits on, opened when the body returns.
+        case bodyReturn(ReplacementGate)
 
         var isAwaiting: Bool {
             if case .continuation = self { true } else { false }
@@ -309,17 +312,34 @@ struct UnitState {
         return true
     }
 
+    /// What ``takeWork(taskID:)`` hands the unit's `Task`.
+    enum Taken {
+        /// launching → executing: run this work.
+        case run(AsyncTask.Work)
+        /// The unit replaced others whose bodies still run: wait for these gates, then
+        /// take the work again.
+        case waitFor([ReplacementGate])
+    }
+
     /// launching → executing, for whoever runs the work: returns it, or `nil` when the
-    /// unit ended before (its work never runs). `taskID` identifies the running task
-    /// (see ``Body/operation(taskID:)``); it is asked for async bodies only.
-    mutating func takeWork(taskID: () -> Int) -> AsyncTask.Work? {
-        guard case .launching(let work, let task) = phase else { return nil }
+    /// unit ended before (its work never runs). A unit that replaced units whose bodies
+    /// still run stays launching until they returned (``Taken/waitFor(_:)``). `taskID`
+    /// identifies the running task (see ``Body/operation(taskID:)``); it is asked for
+    /// async bodies only.
+    mutating func takeWork(taskID: () -> Int) -> Taken? {
+        guard case .launching(var work, let task) = phase else { return nil }
+        if case .afterReplaced(let gates, let inner) = work {
+            let closed = gates.filter { !$0.isOpen }
+            guard closed.isEmpty else { return .waitFor(closed) }
+            work = inner
+        }
         switch work {
         case .callback: phase = .executing(task: task, .callback(parked: nil))
         case .operation: phase = .executing(task: task, .operation(taskID: taskID()))
         case .external: phase = .executing(task: task, .external)
+        case .afterReplaced: return nil  // Not reachable: gates are never nested.
         }
-        return work
+        return .run(work)
     }
 
     /// What the caller of ``startHere(byItsFrontEnd:)`` does next.
@@ -353,12 +373,28 @@ struct UnitState {
         }
     }
 
-    /// Parks a callback-style body until the unit ends. `false` when it has already
-    /// ended: the caller resumes the continuation itself.
-    mutating func park(_ body: Continuation<Void>) -> Bool {
-        guard case .executing(let task, .callback(parked: nil)) = phase else { return false }
+    /// Parks a callback-style body, which has returned, until the unit ends. `false`
+    /// when it has already ended: the caller resumes the continuation itself (and opens
+    /// `gate`, when the unit was replaced while its body ran).
+    mutating func park(_ body: Continuation<Void>) -> (parked: Bool, gate: ReplacementGate?) {
+        guard case .executing(let task, .callback(parked: nil)) = phase else { return (false, takeBodyGate()) }
         phase = .executing(task: task, .callback(parked: body))
-        return true
+        return (true, nil)
+    }
+
+    /// An async body returned (`outcome` is finished or failed): the unit ends with it,
+    /// unless it ended before — then `gate` is the one its replacement waits on, if it
+    /// was replaced while the body ran.
+    mutating func bodyReturned(
+        _ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil
+    ) -> (ending: Ending?, gate: ReplacementGate?) {
+        hasEnded ? (nil, takeBodyGate()) : (end(outcome, value: value), nil)
+    }
+
+    private mutating func takeBodyGate() -> ReplacementGate? {
+        guard case .bodyReturn(let gate)? = waiters.first else { return nil }
+        waiters = []
+        return gate
     }
 
     /// Registers a waiter, or returns the outcome when the unit has already ended. An
@@ -462,6 +498,37 @@ struct UnitState {
     }
 
     // MARK: Ending
+
+    /// Its queue replaced the unit (``UniquenessPolicy/replace``), under the queue's lock:
+    /// it ends ``AsyncTask/Outcome/replaced``. When its body is running, `gate` counts it
+    /// until the body returns, so the replacement never runs beside it. `nil` when the
+    /// unit had ended already.
+    mutating func replace(gate: ReplacementGate) -> Ending? {
+        let bodyRuns: Bool
+        switch phase {
+        case .executing(_, .callback(parked: nil)), .executing(_, .operation), .executing(_, .retried): bodyRuns = true
+        default: bodyRuns = false
+        }
+        guard let ending = end(.replaced) else { return nil }
+        if bodyRuns {
+            gate.add()
+            waiters = [.bodyReturn(gate)]
+        }
+        return ending
+    }
+
+    /// The gates a replaced unit that never ran was itself waiting on: its replacement
+    /// waits on them too.
+    static func gates(of work: AsyncTask.Work?) -> [ReplacementGate] {
+        if case .afterReplaced(let gates, _)? = work { gates } else { [] }
+    }
+
+    /// A unit that replaced others waits, before its work runs, until their bodies
+    /// returned: under its queue's lock, before the queue can start it.
+    mutating func waitBeforeRunning(for gates: [ReplacementGate]) {
+        guard case .enqueued(let work) = phase else { return }
+        phase = .enqueued(.afterReplaced(gates, work))
+    }
 
     /// `finish()`: finished while the work runs; before that (even once its queue
     /// started it, while its `Task` has not taken the work) it cancels the unit, as in

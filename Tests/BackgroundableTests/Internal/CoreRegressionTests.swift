@@ -133,7 +133,7 @@ struct CoreRegressionTests {
             actions = []
             handles[ObjectIdentifier(member)] = machine.add(
                 admission(member, name: "refresh", policy: .replace), actions: &actions)
-            for case .end(let replaced, .replaced) in actions {
+            for case .replace(let replaced, _) in actions {
                 ended += 1
                 machine.memberEnded(handles[ObjectIdentifier(replaced)]!, .replaced, actions: &actions)
             }

@@ -356,6 +356,8 @@ struct MachineHarness {
                 drainerPending = true
             case .end(let member, let outcome):
                 reference.endRequested(member.id, outcome.kind)
+            case .replace(let member, _):
+                reference.endRequested(member.id, .replaced)
             case .join(let member, let primary):
                 let owed = reference.owedJoins.removeValue(forKey: member.id)
                 if owed != primary.id {
@@ -369,6 +371,8 @@ struct MachineHarness {
             switch action {
             case .end(let member, let outcome):
                 end(member.id, outcome)
+            case .replace(let member, _):
+                end(member.id, .replaced)
             case .deliver:
                 deliver()
             default:

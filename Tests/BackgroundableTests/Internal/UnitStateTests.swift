@@ -129,7 +129,7 @@ struct UnitStateTests {
             return 1
         })
         await withContinuation { (continuation: Continuation<Void>) in
-            let parked = state.park(continuation)
+            let parked = state.park(continuation).parked
             let ending = state.end(.finished)
             #expect(parked)
             #expect(ending?.task == nil, "finishing does not cancel the Task")
@@ -144,7 +144,7 @@ struct UnitStateTests {
         #expect(state.isRunningBody(in: 7))
         #expect(!state.isRunningBody(in: 9))
         await withContinuation { (continuation: Continuation<Void>) in
-            let parked = state.park(continuation)
+            let parked = state.park(continuation).parked
             #expect(!parked, "an async body never parks")
             continuation.resume()
         }
