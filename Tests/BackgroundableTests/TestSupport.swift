@@ -94,8 +94,8 @@ func suspendUntilCancelled() async {
 }
 
 /// Waits until the main actor has run what was posted to it before this call: the
-/// delegates' notifications, which a queue posts before ``BackgroundQueue/waitUntilIdle()``
-/// returns (the main actor runs its jobs in order).
+/// delegates' will-start notifications (did-finish ones have run by the time
+/// ``BackgroundQueue/waitUntilIdle()`` returns).
 func mainActorDeliveries() async {
     await MainActor.run {}
 }

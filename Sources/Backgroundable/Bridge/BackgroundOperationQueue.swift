@@ -188,9 +188,10 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         storage.read { $0.isBusy }
     }
 
-    /// Waits until the queue is idle: every operation finished, and the idle
-    /// notification (delegate, end of background time) delivered. Returns at once if it
-    /// already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`).
+    /// Waits until the queue is idle: every operation finished, and every idle
+    /// notification delivered — the end of its background time and the ``delegate``'s
+    /// `backgroundQueueDidFinishOperations(_:)`, which runs on the main actor (with no
+    /// delegate, this never waits for the main actor). Returns at once if it already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`).
     /// Cancellable: when the waiting task is cancelled it returns at once, whether or not
     /// the queue is idle; its operations are not affected.
     public func waitUntilIdle() async {

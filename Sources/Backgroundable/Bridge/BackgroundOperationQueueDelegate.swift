@@ -6,6 +6,8 @@
 /// exactly once per busy period and in order (will-start, then did-finish, then
 /// will-start of the next period…), on the main actor, after the transition happened.
 /// They need a running main actor (an app's run loop, or an `async` `main` in a tool).
+/// ``BackgroundOperationQueue/waitUntilIdle()`` returns only after did-finish has
+/// returned.
 @MainActor
 public protocol BackgroundOperationQueueDelegate: AnyObject, Sendable {
     /// The queue went from idle to busy: operations were added.

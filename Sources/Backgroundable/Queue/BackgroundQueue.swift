@@ -354,8 +354,11 @@ public actor BackgroundQueue {
         core.read { $0.isBusy }
     }
 
-    /// Waits until the queue is idle: no live unit, and the idle notification (delegate,
-    /// events, end of background time) delivered. Returns at once if it already is.
+    /// Waits until the queue is idle: no live unit, and every idle notification of the
+    /// busy period delivered — the end of its background time, the `idle` event, and the
+    /// ``delegate``'s `backgroundQueueDidFinishTasks(_:)`, which runs on the main actor
+    /// (so with a delegate, this returns once the main actor ran that call; without
+    /// one, it never waits for the main actor). Returns at once if it already is idle.
     /// Does not block a thread. Cancellable: when the waiting task is cancelled it
     /// returns at once, whether or not the queue is idle (check ``isBusy`` or
     /// `Task.isCancelled`); the queue's work is not affected.

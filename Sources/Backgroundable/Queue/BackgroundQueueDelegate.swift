@@ -9,7 +9,8 @@
 /// transition happened: by the time will-start arrives, units of the period may have
 /// started (or even ended). They need a running main actor (an app's run loop, or an
 /// `async` `main` in a tool); to observe a queue from elsewhere, iterate
-/// ``BackgroundQueue/events``.
+/// ``BackgroundQueue/events``. ``BackgroundQueue/waitUntilIdle()`` returns only after
+/// did-finish has returned.
 @MainActor
 public protocol BackgroundQueueDelegate: AnyObject, Sendable {
     /// The queue went from idle to busy.

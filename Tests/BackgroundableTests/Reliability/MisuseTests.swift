@@ -353,6 +353,31 @@ struct MisuseTests {
         #expect(await bystander(on: queue).outcome.kind == .finished)
     }
 
+    @Test func aReplacedBodyThatNeverReturnsHoldsBackOnlyItsReplacement() async throws {
+        let clock = TestClock()
+        let (queue, _) = makeQueue(clock: clock)
+        let (entered, release) = (Signal(), Signal())
+        let stubborn = queue.addTask(.init(name: "sync", uniquenessPolicy: .replace)) {
+            entered.signal()
+            await release.wait()  // Never looks at its cancellation.
+        }
+        await entered.wait()
+        let ran = Recorder<String>()
+        let replacement = queue.addTask(.init(name: "sync", timeout: .seconds(5), uniquenessPolicy: .replace)) {
+            ran.append("replacement")
+        }
+        #expect(stubborn.task.currentOutcome?.kind == .replaced)
+        let bystander = bystander(on: queue)
+        #expect(await bystander.outcome.isFinished, "the queue moves on")
+        // The replacement waits for the stubborn body: its own timeout still applies.
+        await clock.sleeperArmed(until: clock.now + 5_000_000_000)
+        clock.advance(by: .seconds(5))
+        #expect(await replacement.outcome.kind == .timedOut)
+        release.signal()
+        await queue.waitUntilIdle()
+        #expect(ran.all.isEmpty, "its work never ran")
+    }
+
     @Test func aRetryPolicyOnACallbackUnitIsIgnored() async {
         let (queue, _) = makeQueue()
         let runs = Recorder<Int>()
