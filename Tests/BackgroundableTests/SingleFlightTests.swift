@@ -204,7 +204,8 @@ struct SingleFlightTests {
         #expect(try await ended.value == 5)
         let late = AsyncTask.operation { 6 }
         #expect(late.task.state.withLock { $0.claim(by: queue.core) })
-        late.task.settle(.join(primary: ended.task)).remainder?()
+        var gate: ReplacementGate?
+        late.task.settle(.join(primary: ended.task), gate: &gate).remainder.perform()
         #expect(try await late.value == 5)
     }
 

@@ -172,10 +172,12 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     func settleEnd(_ outcome: AsyncTask.Outcome) -> SettledDecision {
         let result = unit.state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
         guard let ending = result.ending else { return SettledDecision(applied: false, outcome: result.outcome) }
-        return SettledDecision(applied: true, outcome: result.outcome) {
-            ending.perform(for: self.unit)
-            self.endedFromHere(ending.outcome)
-        }
+        return SettledDecision(
+            applied: true, outcome: result.outcome,
+            remainder: .call {
+                ending.perform(for: self.unit)
+                self.endedFromHere(ending.outcome)
+            })
     }
 
     /// The unit was ended by a call made through the operation (`outcome` is `nil` when

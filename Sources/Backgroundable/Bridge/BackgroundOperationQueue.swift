@@ -266,20 +266,20 @@ extension Operation: QueueMember {
     /// Under the queue's lock: an ``AsyncOperation``'s unit takes its outcome there; any
     /// other operation is cancelled after unlocking (Foundation's calls never run under
     /// the lock). A joining operation joins after unlocking too.
-    func settle(_ decision: QueueDecision) -> SettledDecision {
+    func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision {
         switch decision {
         case .end(let outcome):
             settleEnding(outcome)
         case .replace:
             settleEnding(.replaced)
         case .join(let primary):
-            SettledDecision(applied: true, outcome: nil) { self.join(primary) }
+            SettledDecision(applied: true, outcome: nil, remainder: .call { self.join(primary) })
         }
     }
 
     private func settleEnding(_ outcome: AsyncTask.Outcome) -> SettledDecision {
         if let operation = self as? AsyncOperation { return operation.settleEnd(outcome) }
-        return SettledDecision(applied: true, outcome: outcome) { self.cancel() }
+        return SettledDecision(applied: true, outcome: outcome, remainder: .call { self.cancel() })
     }
 
     /// The bridge's replacements wait through Foundation's dependencies instead.

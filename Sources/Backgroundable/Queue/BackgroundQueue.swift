@@ -463,7 +463,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         }
         let admission = unit.admission
         let handle = transition { machine, actions in
-            Self.mayReplace(admission) ? machine.add(admission, actions: &actions) : nil
+            Self.mayReplace(unit) ? machine.add(admission, actions: &actions) : nil
         }
         if let handle { unit.attach(handle, ended: memberEnded) }
     }
@@ -473,8 +473,8 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// that a unit replaces others only if it had not ended when it did. (A unit that
     /// ends before its add is rejected or joins is told by settling, see
     /// ``QueueMember/settle(_:)``; one with no such policy is admitted and leaves.)
-    private static func mayReplace(_ admission: Machine.Admission) -> Bool {
-        admission.policy != .replace || admission.name == nil || !admission.member.isFinished
+    private static func mayReplace(_ unit: AsyncTask) -> Bool {
+        unit.uniquenessPolicy != .replace || unit.name == nil || !unit.isFinished
     }
 
     /// Adds units in order, each after the previous one when `sequential`. The
@@ -487,7 +487,8 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         #endif
         let admissions = claimed.map(\.admission)
         let admitted = transition { machine, actions in
-            machine.add(contentsOf: admissions.filter(Self.mayReplace), sequential: sequential, actions: &actions)
+            machine.add(
+                contentsOf: admissions.filter { Self.mayReplace($0.member) }, sequential: sequential, actions: &actions)
         }
         for (unit, handle) in admitted { unit.attach(handle, ended: memberEnded) }
         return admissions.count

@@ -62,13 +62,14 @@ struct QueueStateMachine<Member: AnyObject> {
         case replace(Member, by: Member)
         /// The member was not admitted (dropped, or the queue is closed or stopped
         /// accepting work) or, with ``AsyncTask/Outcome/timedOut``, it expired as it would
-        /// start and left: end it with this outcome. Nothing follows. The storage settles
-        /// it under the lock (see ``correctEvent(of:admitted:outcome:)``).
-        case reject(Member, AsyncTask.Outcome)
+        /// start and left: end it with this outcome. Nothing follows. When an event
+        /// `reported` it, the storage settles it under the lock, so that the event tells
+        /// the outcome the member has (see ``correctEvent(of:admitted:outcome:)``).
+        case reject(Member, AsyncTask.Outcome, reported: Bool)
         /// The member was not admitted: it joins the live member `primary` of its name
-        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows. The
-        /// storage settles it under the lock.
-        case join(Member, primary: Member)
+        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows. Settled
+        /// under the lock when an event `reported` it.
+        case join(Member, primary: Member, reported: Bool)
         /// Read the progress of these executing members (outside the lock), then send
         /// ``progressSampled(_:actions:)``.
         case sampleProgress([(Handle, Member)])
@@ -106,7 +107,7 @@ struct QueueStateMachine<Member: AnyObject> {
         mutating func append(_ action: Action) {
             switch action {
             case .deliver: delivers = true
-            case .replace, .reject, .join: needsSettling = true
+            case .replace, .reject(_, _, reported: true), .join(_, _, reported: true): needsSettling = true
             default: break
             }
             if inline.0 == nil {
@@ -366,11 +367,11 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Applies the uniqueness policy and records the member. `nil` when rejected.
     private mutating func admit(_ admission: Admission, place: Place, actions: inout Actions) -> Int32? {
         if isClosed {
-            actions.append(.reject(admission.member, .cancelled))
+            actions.append(.reject(admission.member, .cancelled, reported: false))
             return nil
         }
         if !acceptsWork {
-            actions.append(.reject(admission.member, .cancelled))
+            actions.append(.reject(admission.member, .cancelled, reported: observedEvents.contains(.ended)))
             emit(.ended(admission.member, .cancelled), actions: &actions)
             return nil
         }
@@ -379,12 +380,12 @@ struct QueueStateMachine<Member: AnyObject> {
             case .ignore:
                 break
             case .drop:
-                actions.append(.reject(admission.member, .dropped))
+                actions.append(.reject(admission.member, .dropped, reported: observedEvents.contains(.ended)))
                 emit(.ended(admission.member, .dropped), actions: &actions)
                 return nil
             case .join:
                 let primary = records[Int(groups[Int(number)].last)].member!
-                actions.append(.join(admission.member, primary: primary))
+                actions.append(.join(admission.member, primary: primary, reported: observedEvents.contains(.joined)))
                 emit(.joined(admission.member, primary: primary), actions: &actions)
                 return nil
             case .replace:
@@ -617,7 +618,7 @@ struct QueueStateMachine<Member: AnyObject> {
             // It expires as it would start: its work never runs and it never holds a
             // slot (its sequential successor is ready at once).
             release(slot)
-            actions.append(.reject(member, .timedOut))
+            actions.append(.reject(member, .timedOut, reported: observedEvents.contains(.ended)))
             emit(.ended(member, .timedOut), actions: &actions)
             noteProgress(actions: &actions)
             return

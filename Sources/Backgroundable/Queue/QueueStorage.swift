@@ -20,8 +20,10 @@ protocol QueueMember: AnyObject, Sendable {
     /// `decision` the member's own (its outcome, or the work it joins), so that nothing —
     /// the member ending by itself, another thread's cancellation — comes between the
     /// decision and the rest of that transition. Takes the member's own lock (always
-    /// after the queue's) and calls no caller code: what remains is in the result.
-    func settle(_ decision: QueueDecision) -> SettledDecision
+    /// after the queue's) and calls no caller code: what remains is in the result. A
+    /// replaced member whose body runs counts on `gate`, made on first use, which the
+    /// newcomer that replaced it waits on.
+    func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision
     /// Under the queue's lock: the member, just added with ``UniquenessPolicy/replace``,
     /// runs its work only once `gates` opened (see ``ReplacementGate``).
     func waitBeforeRunning(for gates: [ReplacementGate])
@@ -34,9 +36,8 @@ enum QueueDecision {
     case end(AsyncTask.Outcome)
     /// It joins `primary`'s work (``UniquenessPolicy/join``).
     case join(primary: any QueueMember)
-    /// A newcomer replaced it (``UniquenessPolicy/replace``); a body of its that runs
-    /// is counted by `gate`, which the newcomer waits on.
-    case replace(ReplacementGate)
+    /// A newcomer replaced it (``UniquenessPolicy/replace``).
+    case replace
 }
 
 /// What settling a ``QueueDecision`` did.
@@ -48,8 +49,56 @@ struct SettledDecision {
     /// The gates the member was itself waiting on, when it was replaced before it ran:
     /// its replacement waits on them too.
     var gates: [ReplacementGate] = []
-    /// What is left to do after unlocking (resume waiters, tell a front end).
-    var remainder: (() -> Void)?
+    /// What is left to do after unlocking.
+    var remainder = Remainder.none
+
+    /// Each case holds one reference at most: remainders are moved around cheaply.
+    enum Remainder {
+        case none
+        /// Perform a unit's ending (resume its waiters, tell its queue).
+        case ending(PendingEnding)
+        /// Release the work of a unit that joined another one (a caller's closure, whose
+        /// `deinit` may do anything).
+        case release(AsyncTask.Work?)
+        /// A front end's calls (the Operation bridge: Foundation is called after unlocking).
+        case call(() -> Void)
+
+        func perform() {
+            switch self {
+            case .none, .release: break
+            case .ending(let pending): pending.ending.perform(for: pending.unit)
+            case .call(let body): body()
+            }
+        }
+    }
+}
+
+/// A unit's ending, settled under its queue's lock and performed after unlocking.
+final class PendingEnding {
+    let unit: AsyncTask
+    let ending: UnitState.Ending
+
+    init(_ unit: AsyncTask, _ ending: UnitState.Ending) {
+        self.unit = unit
+        self.ending = ending
+    }
+}
+
+/// What is left of the decisions one transition settled, in order. Most settle at most
+/// one: it is kept inline, so settling allocates nothing for it.
+struct SettledRemainders {
+    private var first = SettledDecision.Remainder.none
+    private var more: [SettledDecision.Remainder] = []
+
+    mutating func append(_ remainder: SettledDecision.Remainder) {
+        if case .none = first { first = remainder } else { more.append(remainder) }
+    }
+
+    /// Performs them all, in order, after unlocking.
+    func perform() {
+        first.perform()
+        for remainder in more { remainder.perform() }
+    }
 }
 
 /// The front end a storage tells about its busy periods (a delegate's two calls).
@@ -155,7 +204,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     ) -> Result {
         var actions: Machine.Actions = []
         var admitted: [(member: Member, handle: Machine.Handle)] = []
-        var settled: [SettledDecision] = []
+        var settled = SettledRemainders()
         var firstBatch: DeliveryBatch?
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
         let result = state.withLock { locked in
@@ -184,36 +233,37 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// effect is corrected to tell the outcome the member really has. A replaced member's
     /// body that still runs holds back the newcomer that replaced it.
     private func settle(
-        _ machine: inout Machine, _ actions: inout Machine.Actions, into settled: inout [SettledDecision]
+        _ machine: inout Machine, _ actions: inout Machine.Actions, into settled: inout SettledRemainders
     ) {
-        var replacing: (newcomer: Member, gate: ReplacementGate, inherited: [ReplacementGate])?
+        var noGate: ReplacementGate?
+        var replacing: (newcomer: Member, gate: ReplacementGate?, inherited: [ReplacementGate])?
         func holdBackNewcomer() {
             guard let (newcomer, gate, inherited) = replacing else { return }
-            let gates = gate.isOpen ? inherited : inherited + [gate]
+            let gates = inherited + (gate.map { [$0] } ?? [])
             if !gates.isEmpty { newcomer.waitBeforeRunning(for: gates) }
         }
         for action in actions {
             switch action {
-            case .reject(let member, let outcome):
-                let result = member.settle(.end(outcome))
-                settled.append(result)
+            case .reject(let member, let outcome, reported: true):
+                let result = member.settle(.end(outcome), gate: &noGate)
+                settled.append(result.remainder)
                 if !result.applied {
                     // Admitted only when it expired as it would start.
                     let admitted = outcome.kind == .timedOut
                     machine.correctEvent(of: member, admitted: admitted, outcome: result.outcome)
                 }
-            case .join(let member, let primary):
-                let result = member.settle(.join(primary: primary))
-                settled.append(result)
+            case .join(let member, let primary, reported: true):
+                let result = member.settle(.join(primary: primary), gate: &noGate)
+                settled.append(result.remainder)
                 if !result.applied { machine.correctEvent(of: member, admitted: false, outcome: nil) }
             case .replace(let member, let newcomer):
                 if replacing?.newcomer !== newcomer {
                     holdBackNewcomer()
-                    replacing = (newcomer, ReplacementGate(), [])
+                    replacing = (newcomer, nil, [])
                 }
-                let result = member.settle(.replace(replacing!.gate))
-                settled.append(result)
-                replacing!.inherited += result.gates.filter { !$0.isOpen }
+                let result = member.settle(.replace, gate: &replacing!.gate)
+                settled.append(result.remainder)
+                if !result.gates.isEmpty { replacing!.inherited += result.gates.filter { !$0.isOpen } }
             default:
                 break
             }
@@ -235,9 +285,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     private func performAfterUnlocking(
         _ actions: Machine.Actions, _ admitted: [(member: Member, handle: Machine.Handle)],
-        _ settled: [SettledDecision], _ firstBatch: DeliveryBatch?
+        _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
     ) {
-        if !actions.isEmpty { perform(actions, settled, firstBatch) }
+        settled.perform()
+        if !actions.isEmpty { perform(actions, firstBatch) }
         for (member, handle) in admitted { inbox.admitted(member, handle, ended: memberEnded) }
     }
 
@@ -278,17 +329,20 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Performing actions
 
-    private func perform(_ actions: Machine.Actions, _ settled: [SettledDecision], _ firstBatch: DeliveryBatch?) {
-        var settled = settled.makeIterator()
+    private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
         for action in actions {
             switch action {
             case .start(let member, let priority):
                 member.startFromQueue(priority: priority)
             case .end(let member, let outcome):
                 member.endFromQueue(outcome)
+            case .reject(let member, let outcome, reported: false):
+                member.endFromQueue(outcome)
+            case .join(let member, let primary, reported: false):
+                var noGate: ReplacementGate?
+                member.settle(.join(primary: primary), gate: &noGate).remainder.perform()
             case .reject, .join, .replace:
-                // Settled under the lock, in the same order.
-                settled.next()?.remainder?()
+                break  // Settled under the lock; what remained was performed first.
             case .sampleProgress(let members):
                 let samples = members.map { ($0.0, $0.1.reportedProgress ?? 0) }
                 transition { machine, actions in machine.progressSampled(samples, actions: &actions) }

@@ -766,13 +766,13 @@ extension AsyncTask: QueueMember {
         end(outcome)
     }
 
-    func settle(_ decision: QueueDecision) -> SettledDecision {
+    func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision {
         switch decision {
         case .end(let outcome):
             let result = state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
             return settled(result.ending, result.outcome)
-        case .replace(let gate):
-            let result = state.withLock { state in (ending: state.replace(gate: gate), outcome: state.outcome) }
+        case .replace:
+            let result = state.withLock { state in (ending: state.replace(gate: &gate), outcome: state.outcome) }
             var settled = settled(result.ending, result.outcome)
             settled.gates = UnitState.gates(of: result.ending?.unrunWork)
             return settled
@@ -783,16 +783,17 @@ extension AsyncTask: QueueMember {
             }
             switch joining {
             case .joined(let unrunWork):
-                return SettledDecision(applied: true, outcome: nil) { withExtendedLifetime(unrunWork) {} }
+                return SettledDecision(applied: true, outcome: nil, remainder: .release(unrunWork))
             case .ended(let ending):
-                return SettledDecision(applied: true, outcome: ending.outcome) { ending.perform(for: self) }
+                return SettledDecision(
+                    applied: true, outcome: ending.outcome, remainder: .ending(PendingEnding(self, ending)))
             }
         }
     }
 
     private func settled(_ ending: UnitState.Ending?, _ outcome: Outcome?) -> SettledDecision {
-        SettledDecision(
-            applied: ending != nil, outcome: outcome, remainder: ending.map { ending in { ending.perform(for: self) } })
+        guard let ending else { return SettledDecision(applied: false, outcome: outcome) }
+        return SettledDecision(applied: true, outcome: outcome, remainder: .ending(PendingEnding(self, ending)))
     }
 
     func waitBeforeRunning(for gates: [ReplacementGate]) {

@@ -500,10 +500,10 @@ struct UnitState {
     // MARK: Ending
 
     /// Its queue replaced the unit (``UniquenessPolicy/replace``), under the queue's lock:
-    /// it ends ``AsyncTask/Outcome/replaced``. When its body is running, `gate` counts it
-    /// until the body returns, so the replacement never runs beside it. `nil` when the
-    /// unit had ended already.
-    mutating func replace(gate: ReplacementGate) -> Ending? {
+    /// it ends ``AsyncTask/Outcome/replaced``. When its body is running, `gate` (made
+    /// here if it is the first) counts it until the body returns, so the replacement
+    /// never runs beside it. `nil` when the unit had ended already.
+    mutating func replace(gate: inout ReplacementGate?) -> Ending? {
         let bodyRuns: Bool
         switch phase {
         case .executing(_, .callback(parked: nil)), .executing(_, .operation), .executing(_, .retried): bodyRuns = true
@@ -511,8 +511,10 @@ struct UnitState {
         }
         guard let ending = end(.replaced) else { return nil }
         if bodyRuns {
-            gate.add()
-            waiters = [.bodyReturn(gate)]
+            let counting = gate ?? ReplacementGate()
+            counting.add()
+            gate = counting
+            waiters = [.bodyReturn(counting)]
         }
         return ending
     }

@@ -335,7 +335,7 @@ struct MachineHarness {
                 executing.insert(member.id)
                 starts += 1
                 lastStarts[member.id] = starts
-            case .reject(let member, let outcome):
+            case .reject(let member, let outcome, _):
                 if outcomes[member.id] != nil { reference.problems.append("rejected \(member.id) after its end") }
                 outcomes[member.id] = outcome.kind
                 reference.rejected(member.id, outcome.kind)
@@ -358,7 +358,7 @@ struct MachineHarness {
                 reference.endRequested(member.id, outcome.kind)
             case .replace(let member, _):
                 reference.endRequested(member.id, .replaced)
-            case .join(let member, let primary):
+            case .join(let member, let primary, _):
                 let owed = reference.owedJoins.removeValue(forKey: member.id)
                 if owed != primary.id {
                     reference.problems.append("\(member.id) joined \(primary.id), owed \(String(describing: owed))")
