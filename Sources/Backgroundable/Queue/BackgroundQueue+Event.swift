@@ -1,5 +1,13 @@
 extension BackgroundQueue {
     /// What a queue reports through ``BackgroundQueue/events``.
+    ///
+    /// Events of one queue arrive in the order the queue made its decisions. An event
+    /// about a unit always tells what really happened to it: `ended` carries the
+    /// outcome the unit has (a unit that ended by itself, or was cancelled by another
+    /// thread, just before the queue would have dropped or timed it out is reported with
+    /// its own outcome), `joined` is heard only for a unit that did join, and a unit
+    /// that had ended before its add (a `run` whose caller was already cancelled) is
+    /// never reported at all.
     public enum Event: Sendable {
         /// The queue went from idle to busy (its first live unit arrived).
         case busy
@@ -7,7 +15,9 @@ extension BackgroundQueue {
         case idle
         /// A unit was added and is waiting to start.
         case enqueued(AsyncTask)
-        /// A unit started executing.
+        /// The queue started a unit: it holds one of the queue's slots from now on. (Its
+        /// work may begin a little later: a unit added with ``UniquenessPolicy/replace``
+        /// runs its work once the bodies it replaced returned.)
         case started(AsyncTask)
         /// A live unit reached its outcome, or an arriving unit was dropped.
         case ended(AsyncTask, AsyncTask.Outcome)

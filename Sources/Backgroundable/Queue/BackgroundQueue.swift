@@ -254,6 +254,10 @@ public actor BackgroundQueue {
     /// ``AsyncTaskError/timedOut``. Parameters are those of
     /// ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: no timeout
     /// unless given, and `body` runs off the caller's actor unless it is isolated to one.
+    ///
+    /// Called from a task of higher priority than `priority`, the unit is added at the
+    /// caller's priority, as awaiting a `Task` escalates it (see <doc:PriorityEscalation>).
+    /// A caller cancelled before the call adds nothing: it throws `CancellationError`.
     public nonisolated func run<Success: Sendable>(
         name: String? = nil,
         timeout: Duration? = nil,
