@@ -168,7 +168,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     /// ``end(_:)`` under its queue's lock: the unit's outcome is set there, the rest is
-    /// done after unlocking (see ``QueueMember/settle(_:)``).
+    /// done after unlocking (see ``QueueMember/settle(_:gate:)``).
     func settleEnd(_ outcome: AsyncTask.Outcome) -> SettledDecision {
         let result = unit.state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
         guard let ending = result.ending else { return SettledDecision(applied: false, outcome: result.outcome) }

@@ -476,7 +476,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// while it was being added): its add changes nothing. Under the queue's lock, so
     /// that a unit replaces others only if it had not ended when it did. (A unit that
     /// ends before its add is rejected or joins is told by settling, see
-    /// ``QueueMember/settle(_:)``; one with no such policy is admitted and leaves.)
+    /// ``QueueMember/settle(_:gate:)``; one with no such policy is admitted and leaves.)
     private static func mayReplace(_ unit: AsyncTask) -> Bool {
         unit.uniquenessPolicy != .replace || unit.name == nil || !unit.isFinished
     }

@@ -30,7 +30,7 @@ protocol QueueMember: AnyObject, Sendable {
 }
 
 /// A decision of a queue about one member, settled under the queue's lock (see
-/// ``QueueMember/settle(_:)``).
+/// ``QueueMember/settle(_:gate:)``).
 enum QueueDecision {
     /// End it with this outcome: rejected at its add, or expired as it would start.
     case end(AsyncTask.Outcome)
@@ -229,7 +229,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     /// Under the lock: settles the transition's decisions about members (see
-    /// ``QueueMember/settle(_:)``) in order; an event about a decision that did not take
+    /// ``QueueMember/settle(_:gate:)``) in order; an event about a decision that did not take
     /// effect is corrected to tell the outcome the member really has. A replaced member's
     /// body that still runs holds back the newcomer that replaced it.
     private func settle(
