@@ -53,10 +53,12 @@ import Synchronization
 /// and expiration handlers run outside every lock, on the thread that made the
 /// request or the draining task. Each wait returns early when its task is cancelled.
 public final class GracefulShutdown: BackgroundTaskProvider {
-    /// How long queues may run on after the request before their work expires.
+    /// How long queues may run on after the request before their work expires: the
+    /// period given to the initializer, within zero...about 292 years.
     public let gracePeriod: Duration
     /// How long cancelled work has, after the expiration, to return before ``drain(_:)-([BackgroundQueue])``
-    /// gives up waiting for it.
+    /// gives up waiting for it: the period given to the initializer, within zero...about
+    /// 292 years.
     public let cancellationPeriod: Duration
 
     /// What asked for the shutdown.
@@ -109,9 +111,12 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     ///   - gracePeriod: How long queues may run on after the request.
     ///   - cancellationPeriod: How long cancelled work has to return once the grace
     ///     period ran out; default 5 seconds.
+    ///
+    /// A negative period counts as zero; one longer than about 292 years (`Int64.max`
+    /// nanoseconds) as 292 years.
     public init(gracePeriod: Duration, cancellationPeriod: Duration = .seconds(5)) {
-        self.gracePeriod = gracePeriod
-        self.cancellationPeriod = cancellationPeriod
+        self.gracePeriod = gracePeriod.clampedToWait
+        self.cancellationPeriod = cancellationPeriod.clampedToWait
     }
 
     // MARK: Installing

@@ -21,16 +21,18 @@ enum QueueShutdown {
 
     /// Names the unfinished work, runs `expire` (which makes each queue emit
     /// ``BackgroundQueue/Event/backgroundTimeExpiring`` and apply its expiration
-    /// policy), then waits — at most `cancellationPeriod` — for the bodies that were
-    /// running to return, and for the queues that are idle again to deliver their
-    /// events. The waits run in a task of their own, so they take place even when the
-    /// calling task is already cancelled (a service lifecycle cancels its services).
+    /// policy), then waits — at most `cancellationPeriod`, taken within zero...about 292
+    /// years — for the bodies that were running to return, and for the queues that are
+    /// idle again to deliver their events. The waits run in a task of their own, so they
+    /// take place even when the calling task is already cancelled (a service lifecycle
+    /// cancels its services).
     ///
     /// - Returns: The unfinished work, as ``unfinishedWork(in:)`` names it.
     static func expire(
         _ queues: [BackgroundQueue], cancellationPeriod: Duration, expire: () -> Void
     ) async -> [String] {
         let unfinished = unfinishedWork(in: queues)
+        let cancellationPeriod = cancellationPeriod.clampedToWait
         let bodies = queues.flatMap { queue in queue.core.read { $0.liveMembers() }.compactMap(\.runningTask) }
         expire()
         await Task.detached {

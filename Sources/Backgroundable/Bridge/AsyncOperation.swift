@@ -140,8 +140,14 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         unit.onEnd { [weak self] outcome in self?.unitEnded(outcome) }
     }
 
+    /// `timeout` as the unit's: infinity and NaN mean none (NaN as in `DispatchTime + .nan`,
+    /// which waits forever); zero or less, minus infinity included, is zero (the operation
+    /// times out as it starts); longer than about 292 years saturates, where
+    /// `Duration.seconds(_:)` would trap.
     static func duration(_ timeout: TimeInterval) -> Duration? {
-        timeout.isFinite ? .seconds(timeout) : nil
+        guard timeout < .infinity else { return nil }
+        guard timeout > 0 else { return .zero }
+        return timeout < 9_223_372_036 ? .seconds(timeout) : .longestWait
     }
 
     // MARK: Ending

@@ -37,7 +37,8 @@
         /// - Parameters:
         ///   - queues: The queues this service drains.
         ///   - cancellationPeriod: How long cancelled work has to return; default 5
-        ///     seconds (the group's `maximumCancellationDuration` may end it sooner).
+        ///     seconds (the group's `maximumCancellationDuration` may end it sooner). A
+        ///     negative period counts as zero, one longer than about 292 years as 292 years.
         ///   - onShutdown: Told how the shutdown ended, once, before `run()` returns.
         public init(
             _ queues: BackgroundQueue...,

@@ -97,23 +97,25 @@ public struct RetryPolicy: Sendable {
     /// default.
     public static let never = RetryPolicy(maxAttempts: 1, backoff: .fixed(.zero))
 
-    /// The wait before attempt `attempt` (2 for the first retry), drawing the jitter from
-    /// `generator`. Negative durations count as zero, a multiplier below 1 as 1, and a
-    /// jitter outside 0...1 is clamped.
+    /// The wait before attempt `attempt` (2 for the first retry; any lower number counts
+    /// as 2), drawing the jitter from `generator`. Negative durations count as zero,
+    /// durations longer than about 292 years (`Int64.max` nanoseconds) as 292 years, a
+    /// multiplier below 1 or NaN as 1, and a jitter outside 0...1 is clamped (NaN: 0).
     public func delay(beforeAttempt attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
         switch backoff {
         case .fixed(let delay):
-            return max(.zero, delay)
+            return delay.clampedToWait
         case .exponential(let initial, let multiplier, let maximum, let jitter):
-            let cap = Self.seconds(max(.zero, maximum))
-            let first = min(Self.seconds(max(.zero, initial)), cap)
+            let cap = Self.seconds(maximum.clampedToWait)
+            let first = min(Self.seconds(initial.clampedToWait), cap)
             let growth = multiplier.isNaN ? 1 : max(1, multiplier)
-            var delay = first == 0 ? 0 : first * pow(growth, Double(max(0, attempt - 2)))
+            var delay = first == 0 ? 0 : first * pow(growth, Double(attempt > 2 ? attempt - 2 : 0))
             // An infinite product (a huge multiplier or attempt) is the cap too.
             if !(delay <= cap) { delay = cap }
             let jitter = jitter.isNaN ? 0 : min(max(0, jitter), 1)
             if jitter > 0 { delay *= 1 - jitter * Double.random(in: 0..<1, using: &generator) }
-            return .nanoseconds(Int64(min(delay * 1e9, 9e18)))
+            let nanoseconds = delay * 1e9
+            return nanoseconds < Double(Int64.max) ? .nanoseconds(Int64(nanoseconds)) : .longestWait
         }
     }
 

@@ -389,6 +389,133 @@ struct MisuseTests {
         #expect(runs.count == 1 && unit.attempts == 1)
         #expect(await bystander(on: queue).outcome.kind == .finished)
     }
+
+    // MARK: Durations out of range
+
+    /// The longest wait the package keeps: `Int64.max` nanoseconds, about 292 years.
+    private static let longest = Duration.nanoseconds(Int64.max)
+
+    /// `AsyncOperation`'s `TimeInterval` timeout: longer than about 292 years saturates,
+    /// NaN means none (as infinity does, and as `DispatchTime + .nan` waits forever),
+    /// zero or less — minus infinity too — expires as the operation starts.
+    @Test func operationTimeoutsOutOfRangeSaturateOrHaveADefinedMeaning() async {
+        for huge in [1e10, 9.3e18, 1e300, TimeInterval.greatestFiniteMagnitude] {
+            #expect(AsyncOperation(timeout: huge) { $0.finish() }.task.timeout == Self.longest, "\(huge)")
+        }
+        #expect(AsyncOperation(timeout: .nan) { $0.finish() }.task.timeout == nil)
+        #expect(AsyncOperation(timeout: .infinity) { $0.finish() }.task.timeout == nil)
+        #expect(AsyncOperation(timeout: -1e300) { $0.finish() }.task.timeout == .zero)
+        #expect(AsyncOperation(timeout: -.infinity) { $0.finish() }.task.timeout == .zero)
+        let (operationQueue, _) = makeOperationQueue()
+        let ran = Recorder<String>()
+        let huge = AsyncOperation(timeout: 1e300) { operation in
+            ran.append("huge")
+            operation.finish()
+        }
+        let notANumber = AsyncOperation(timeout: .nan) { operation in
+            ran.append("nan")
+            operation.finish()
+        }
+        let minusInfinity = AsyncOperation(timeout: -.infinity) { operation in
+            ran.append("minus infinity")
+            operation.finish()
+        }
+        operationQueue.addOperations([huge, notANumber, minusInfinity], waitUntilFinished: false)
+        #expect(await huge.outcome.kind == .finished)
+        #expect(await notANumber.outcome.kind == .finished)
+        #expect(await minusInfinity.outcome.kind == .timedOut)
+        await operationQueue.waitUntilIdle()
+        #expect(Set(ran.all) == ["huge", "nan"])
+    }
+
+    /// A unit's timeout and start time longer than about 292 years saturate: the unit
+    /// runs (or waits) as with a timeout or start time that never comes.
+    @Test func unitTimeoutsAndStartTimesTooLongSaturate() async {
+        let clock = TestClock()
+        let (queue, _) = makeQueue(clock: clock)
+        let timed = queue.add(timeout: .seconds(Int64.max)) { $0.finish() }
+        #expect(timed.timeout == Self.longest)
+        #expect(await timed.outcome.kind == .finished)
+        let later = queue.add(.init(notBefore: .after(.seconds(Int64.max)))) { $0.finish() }
+        let atAnInstant = queue.add(.init(notBefore: .at(.now + .seconds(Int64.max)))) { $0.finish() }
+        clock.advance(by: .seconds(200 * 365 * 86_400))
+        await clock.sleeperArmed(until: .max)
+        #expect(later.currentOutcome == nil && !later.isExecuting, "200 years later, it still waits")
+        #expect(atAnInstant.currentOutcome == nil && !atAnInstant.isExecuting)
+        #expect(await bystander(on: queue).outcome.kind == .finished)
+        later.cancel()
+        atAnInstant.cancel()
+        await queue.waitUntilIdle()
+        #expect(later.currentOutcome?.kind == .cancelled && atAnInstant.currentOutcome?.kind == .cancelled)
+    }
+
+    /// Retry delays saturate at about 292 years, and every attempt number has a delay.
+    @Test func retryDelaysSaturateAndEveryAttemptNumberHasADelay() {
+        let fixed = RetryPolicy.fixed(maxAttempts: 3, delay: .seconds(Int64.max))
+        #expect(fixed.delay(beforeAttempt: 2) == Self.longest)
+        let exponential = RetryPolicy.exponential(
+            maxAttempts: 3, initialDelay: .seconds(1), multiplier: .infinity, maximumDelay: .seconds(Int64.max),
+            jitter: 0)
+        #expect(exponential.delay(beforeAttempt: 3) == Self.longest)
+        for attempt in [Int.min, -1, 0, 1, 2] {
+            #expect(exponential.delay(beforeAttempt: attempt) == .seconds(1), "attempt \(attempt)")
+        }
+        #expect(exponential.delay(beforeAttempt: .max) == Self.longest)
+    }
+
+    /// A unit that no queue holds waits its retry delay itself: a saturated one lasts
+    /// until the unit is cancelled.
+    @Test func aRetryDelayTooLongForAUnitNoQueueHoldsLastsUntilItIsCancelled() async {
+        let attempts = Recorder<Int>()
+        let handle = AsyncTask.operation(.init(timeout: nil, retry: .fixed(maxAttempts: 2, delay: .seconds(Int64.max))))
+        {
+            () async throws -> Int in
+            attempts.append(1)
+            throw TestError(code: 1)
+        }
+        OperationQueue().addTask(handle.task)
+        await waitUntil {
+            handle.task.state.withLock { if case .retrying = $0.phase { true } else { false } }
+        }
+        handle.task.cancel()
+        #expect(await handle.task.outcome.kind == .cancelled)
+        #expect(attempts.count == 1)
+    }
+
+    /// A grace period or cancellation period longer than about 292 years saturates; a
+    /// negative one counts as zero. ``GracefulShutdown`` reports what it applies.
+    @Test func shutdownPeriodsOutOfRangeSaturateOrCountAsZero() async {
+        let huge = GracefulShutdown(gracePeriod: .seconds(Int64.max), cancellationPeriod: .seconds(Int64.max))
+        #expect(huge.gracePeriod == Self.longest && huge.cancellationPeriod == Self.longest)
+        let queue = BackgroundQueue(name: "huge", backgroundTaskProvider: huge)
+        let started = Signal()
+        let unit = queue.addTask(name: "export", timeout: nil) {
+            started.signal()
+            await suspendUntilCancelled()
+        }
+        await started.wait()
+        huge.requestShutdown()
+        let drained = Task { await huge.drain(queue) }
+        await waitUntil { !queue.isAcceptingWork }
+        huge.requestShutdown()  // The second request cuts the grace period short.
+        let report = await drained.value
+        #expect(report.ending == .expired(.secondRequest(.requested)), "\(report)")
+        #expect(unit.task.currentOutcome?.kind == .cancelled)
+
+        let negative = GracefulShutdown(gracePeriod: .seconds(-1), cancellationPeriod: .seconds(-1))
+        #expect(negative.gracePeriod == .zero && negative.cancellationPeriod == .zero)
+        let other = BackgroundQueue(name: "negative", backgroundTaskProvider: negative)
+        let otherStarted = Signal()
+        let otherUnit = other.addTask(name: "export", timeout: nil) {
+            otherStarted.signal()
+            await suspendUntilCancelled()
+        }
+        await otherStarted.wait()
+        negative.requestShutdown()
+        let expired = await negative.drain(other)
+        #expect(expired.ending == .expired(.gracePeriodEnded), "\(expired)")
+        #expect(await otherUnit.task.outcome.kind == .cancelled)
+    }
 }
 
 /// Wraps a provider; its expiration handler calls the queue's, then `afterExpiration`.
