@@ -104,6 +104,9 @@ let package = Package(
         .executableTarget(
             name: "graceful-shutdown-fixture", dependencies: ["Backgroundable", "ShutdownFixtureKit"],
             path: "Tests/Fixtures/graceful-shutdown-fixture"),
+        // A process whose cooperative pool a test blocks (BlockedPoolTests).
+        .executableTarget(
+            name: "blocked-pool-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/blocked-pool-fixture"),
         // The same server under a real ServiceGroup (`ServiceLifecycle` trait; without it
         // the fixture only says so).
         .executableTarget(

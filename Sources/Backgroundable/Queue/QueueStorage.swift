@@ -183,6 +183,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         }
     }
 
+    deinit {
+        // The sleeper holds the storage weakly: cancelled, it stops sleeping at once.
+        state.withLock { $0.sleeper?.task }?.cancel()
+    }
+
     /// Runs one transition under the lock, then performs the actions it returned.
     @discardableResult
     func transition<Result>(_ body: (inout Machine, inout Machine.Actions) -> Result) -> Result {
@@ -365,20 +370,20 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Timeouts
 
-    /// One sleeper per queue: it sleeps until the earliest deadline or start time,
-    /// times out or lets start what is due, and sleeps again until none is left. An earlier deadline arms a new
-    /// sleeper and cancels the older one (which then finds its generation stale).
-    /// Strong on purpose: the cycle storage → sleeper → storage ends with the sleeper.
+    /// One sleeper per queue: a `Task` at `.high` priority that sleeps until the earliest
+    /// deadline or start time, times out or lets start what is due, and sleeps again until
+    /// none is left. An earlier deadline arms a new sleeper and cancels the older one
+    /// (which then finds its generation stale).
+    ///
+    /// It holds the storage weakly, and the storage's `deinit` cancels it: nothing armed
+    /// keeps a queue alive (its live members do, each one retains the storage).
     private func armSleeper(until deadline: Int64, generation: UInt64) {
         let sleep = clock.sleep
-        let task = Task.detached(priority: .high) {
+        let task = Task.detached(priority: .high) { [weak self] in
             var deadline = deadline
             while !Task.isCancelled {
                 await sleep(deadline)
-                let next = self.transition { machine, actions in
-                    machine.deadlineReached(generation: generation, actions: &actions)
-                }
-                guard let next else { return }
+                guard let next = self?.deadlineReached(generation: generation) else { return }
                 deadline = next
             }
         }
@@ -390,6 +395,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             return locked.sleeper?.task
         }
         superseded?.cancel()
+    }
+
+    /// The sleeper of `generation` woke up; the next deadline, or `nil` when it stops.
+    private func deadlineReached(generation: UInt64) -> Int64? {
+        transition { machine, actions in machine.deadlineReached(generation: generation, actions: &actions) }
     }
 
     // MARK: Deliveries

@@ -163,6 +163,33 @@ struct LeakTests {
         #expect(isBalanced(provider), "the queue's last assertion was not ended")
     }
 
+    /// A deadline still armed when its unit finished (a one-hour timeout) keeps nothing
+    /// alive: once the queue is dropped, its core, its provider and its listeners go at
+    /// once, on the test clock (which never moves) and on the real one alike.
+    @Test(arguments: [true, false])
+    func anArmedTimeoutDoesNotKeepADroppedQueueAlive(onTheTestClock: Bool) async {
+        weak var weakCore: QueueCore?
+        weak var weakProvider: RecordingBackgroundTaskProvider?
+        let streamEnded = Signal()
+        do {
+            let clock = TestClock()
+            let (queue, provider) = onTheTestClock ? makeQueue(clock: clock) : makeQueue()
+            weakCore = queue.core
+            weakProvider = provider
+            let events = queue.events
+            Task {
+                for await _ in events {}
+                streamEnded.signal()
+            }
+            let unit = queue.add(timeout: .seconds(3600)) { $0.finish() }
+            #expect(await unit.outcome.kind == .finished)
+            await queue.waitUntilIdle()
+        }
+        #expect(await released { streamEnded.isSignalled }, "the listener's stream did not finish")
+        #expect(await released { weakCore == nil }, "the armed timeout kept the core alive")
+        #expect(await released { weakProvider == nil }, "the armed timeout kept the provider alive")
+    }
+
     @Test func operationBridgeUnitsAreReleased() async {
         weak var weakOperation: AsyncOperation?
         weak var weakCaptured: Tracked?
