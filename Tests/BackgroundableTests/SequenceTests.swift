@@ -96,7 +96,7 @@ struct SequenceTests {
         let (queue, _) = makeQueue()
         let order = Recorder<String>()
         let started = Signal()
-        let a = AsyncTask { _ in
+        let a = AsyncTask(timeout: nil) { _ in
             order.append("a")
             started.signal()
         }
