@@ -18,7 +18,12 @@ import Synchronization
 ///   depends on it (a sequence, `waitUntilFinished()`) is left waiting;
 /// - ``UniquenessPolicy/replace``: every live operation with the same name — executing
 ///   ones included — is cancelled (an ``AsyncOperation`` with outcome
-///   ``AsyncTask/Outcome/replaced``), then the newcomer is added.
+///   ``AsyncTask/Outcome/replaced``), then the newcomer is added. It starts only once
+///   the operations it replaced reported `isFinished`, and those they still waited for
+///   (a replaced operation that had not started is cancelled, and Foundation starts a
+///   cancelled operation without waiting): it depends on them (they show in its
+///   `dependencies` until it starts), so two operations of one name never execute at
+///   once.
 ///
 /// Any other named `Operation` behaves as ``UniquenessPolicy/ignore``: it never
 /// deduplicates itself, but counts as live for later arrivals. The check and the add
@@ -194,6 +199,10 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// finished. An ``AsyncOperation`` reports its own end (no allocation on this path);
     /// any other operation is watched by the bridge. Names and policies are read
     /// before the lock is taken.
+    ///
+    /// A ``UniquenessPolicy/replace`` newcomer learns, under the lock, which operations
+    /// it replaced (the machine's `.end(_, .replaced)` actions of its admission); it
+    /// depends on them, and on those they still waited for, before Foundation gets it.
     private func register(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
         let admissions = operations.map { operation in
@@ -202,11 +211,29 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
                 policy: (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore,
                 priority: 0, timeout: nil)
         }
+        var replacing: [AsyncOperation] = []
         let admitted = storage.transition { machine, actions in
             admissions.compactMap { admission in
-                machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
+                guard admission.policy == .replace, admission.name != nil,
+                    let newcomer = admission.member as? AsyncOperation
+                else {
+                    return machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
+                }
+                var own = BridgeStorage.Machine.Actions()
+                let handle = machine.addExternal(admission, actions: &own)
+                var replaced: [Operation] = []
+                for action in own {
+                    if case .end(let member, .replaced) = action { replaced.append(member) }
+                    actions.append(action)
+                }
+                if !replaced.isEmpty {
+                    newcomer.awaitReplaced(replaced)
+                    replacing.append(newcomer)
+                }
+                return handle.map { (admission.member, $0) }
             }
         }
+        for newcomer in replacing { newcomer.addReplacedDependencies() }
         for (operation, handle) in admitted {
             if (operation as? AsyncOperation)?.track(by: storage, handle: handle) != true {
                 // Strong, as Foundation holds an operation's queue until the operation finished.
