@@ -291,19 +291,21 @@ struct ProgressTests {
 
     // MARK: Foundation
 
-    @Test("BackgroundOperationQueue.progress counts the busy period's operations")
-    func operationQueueProgress() async {
+    @Test("BackgroundOperationQueue.busyPeriodProgress counts the busy period's operations and barrier blocks")
+    func operationQueueBusyPeriodProgress() async {
         let queue = BackgroundOperationQueue(backgroundTaskProvider: NoopBackgroundTaskProvider())
-        let progress = queue.progress
-        #expect(progress === queue.progress)
+        let progress = queue.busyPeriodProgress
+        #expect(progress === queue.busyPeriodProgress)
+        #expect(progress !== queue.progress)
         queue.addOperations((0..<3).map { _ in AsyncOperation { $0.finish() } }, waitUntilFinished: false)
         await queue.waitUntilIdle()
         #expect(progress.totalUnitCount == 3)
         #expect(progress.completedUnitCount == 3)
         queue.addOperation(BlockOperation {})
+        queue.addBarrierBlock {}
         await queue.waitUntilIdle()
-        #expect(progress.totalUnitCount == 1)
-        #expect(progress.completedUnitCount == 1)
+        #expect(progress.totalUnitCount == 2)
+        #expect(progress.completedUnitCount == 2)
     }
 
     @Test("AsyncOperation.progress follows its reports and its outcome; cancelling it cancels the operation")

@@ -232,7 +232,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// If the operation was cancelled (or dropped, replaced, finished early) before,
     /// it reports `isFinished` without running the closure. A second call does nothing.
     public final override func start() {
-        guard bridge.withLock({ $0.requestStart() }) else { return }
+        guard let awaited = bridge.withLock({ $0.requestStart() }) else { return }
         // From here the unit holds the operation until it ends: an executing operation
         // stays alive until it finished, like any running work.
         if let outcome = unit.observe(self) {
@@ -240,6 +240,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             unitEnded(outcome)  // Does nothing if the operation heard of it before.
             return reportFinishedIfDue()
         }
+        // The operations it replaced have finished: dropping the links lets them go (a
+        // storm of replacements would otherwise keep a chain of them alive).
+        for operation in awaited { removeDependency(operation) }
         willChangeValue(forKey: "isExecuting")
         bridge.withLock { $0.reportExecuting() }
         didChangeValue(forKey: "isExecuting")
@@ -339,6 +342,43 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         }
     }
 
+    // MARK: Replacing
+
+    /// Under the lock of the ``BackgroundOperationQueue`` that admits this operation
+    /// (``UniquenessPolicy/replace``): `replaced` are the operations its admission
+    /// replaced. It will wait for them and for what they still waited for — a replaced
+    /// operation that had not started is cancelled, and Foundation starts a cancelled
+    /// operation without waiting for its dependencies — leaving out the operations that
+    /// can no longer run. Takes each operation's own lock in turn, calls nothing else.
+    func awaitReplaced(_ replaced: [Operation]) {
+        var awaited = replaced
+        for case let operation as AsyncOperation in replaced {
+            for inherited in operation.bridge.withLock({ $0.awaited }) {
+                guard let inherited = inherited as? AsyncOperation else {
+                    awaited.append(inherited)
+                    continue
+                }
+                if inherited.bridge.withLock({ !$0.cannotRunAnymore }) { awaited.append(inherited) }
+            }
+        }
+        bridge.withLock { $0.awaited = awaited }
+    }
+
+    /// Outside the queue's lock, before the queue hands the operation to Foundation: it
+    /// depends on what ``awaitReplaced(_:)`` found, so it starts only after those
+    /// reported `isFinished` (two operations of one name never execute at once).
+    ///
+    /// Each of them keeps this operation alive until Foundation finished it:
+    /// swift-corelibs-foundation holds a dependant unretained, and a cancelled dependant
+    /// finishes without waiting (this one, when it is replaced in turn); released before
+    /// its dependency finished, it would leave that one a dangling reference to crash on.
+    func addReplacedDependencies() {
+        for operation in bridge.withLock({ $0.awaited }) {
+            addDependency(operation)
+            BridgeQueue.afterFoundationFinished(operation) { withExtendedLifetime(self) {} }
+        }
+    }
+
     /// Calls `body` exactly once, after the operation reported `isFinished`: now if it
     /// already has, otherwise on the thread that reports it. For the bridge's queues.
     func whenFinished(_ body: @escaping @Sendable () -> Void) {
@@ -392,13 +432,21 @@ private struct BridgeState {
     var finishObservers: [@Sendable () -> Void] = []
     /// The queue to tell once `isFinished` is reported.
     var tracking: Tracking?
+    /// What the operation waits for, as a ``UniquenessPolicy/replace`` newcomer (see
+    /// ``AsyncOperation/awaitReplaced(_:)``); its dependencies until it starts.
+    var awaited: [Operation] = []
 
-    /// `true` the first time only; from then on the unit holds the operation.
-    mutating func requestStart() -> Bool {
-        guard !startRequested else { return false }
+    /// Its start will not run its work: it reported `isFinished`, or it ended before.
+    var cannotRunAnymore: Bool { reportsFinished || (unitEnded && !startRequested) }
+
+    /// The operations awaited, the first time only (`nil` after); from then on the unit
+    /// holds the operation.
+    mutating func requestStart() -> [Operation]? {
+        guard !startRequested else { return nil }
         startRequested = true
         listens = true
-        return true
+        defer { awaited = [] }
+        return awaited
     }
 
     /// `true` when the caller must start listening: nothing listens yet.

@@ -18,7 +18,12 @@ import Synchronization
 ///   depends on it (a sequence, `waitUntilFinished()`) is left waiting;
 /// - ``UniquenessPolicy/replace``: every live operation with the same name — executing
 ///   ones included — is cancelled (an ``AsyncOperation`` with outcome
-///   ``AsyncTask/Outcome/replaced``), then the newcomer is added.
+///   ``AsyncTask/Outcome/replaced``), then the newcomer is added. It starts only once
+///   the operations it replaced reported `isFinished`, and those they still waited for
+///   (a replaced operation that had not started is cancelled, and Foundation starts a
+///   cancelled operation without waiting): it depends on them (they show in its
+///   `dependencies` until it starts), so two operations of one name never execute at
+///   once.
 ///
 /// Any other named `Operation` behaves as ``UniquenessPolicy/ignore``: it never
 /// deduplicates itself, but counts as live for later arrivals. The check and the add
@@ -33,12 +38,27 @@ import Synchronization
 /// delegate (see ``BackgroundOperationQueueDelegate``) and the background-time
 /// assertion follow the queue's busy periods: idle → busy when operations are added to
 /// an idle queue, busy → idle when its last operation finished; both transitions are
-/// delivered in order, exactly once each, outside every lock. When the background time
-/// expires, the queue cancels all its operations (`cancelAllOperations()`) so they can
-/// save their state.
+/// delivered in order, exactly once each, outside every lock. A barrier block
+/// (`addBarrierBlock(_:)`) is work of the busy period too, until it ran. When the
+/// background time expires, the queue cancels all its operations, as
+/// ``cancelAllOperations()`` does, so they can save their state.
 ///
 /// Suspension is counted, as in 1.x: n `isSuspended = true` need n
 /// `isSuspended = false`; extra `false` are ignored.
+///
+/// ## Foundation's behaviour
+/// Apart from those rules, the queue behaves as Foundation's `OperationQueue`:
+/// - `progress` is Foundation's, opt-in: once you set its `totalUnitCount`, each
+///   operation that runs `main()` through `Operation.start()` completes one unit (so an
+///   ``AsyncOperation``, which overrides `start()`, does not count). To count every
+///   operation of the busy period with no set-up, read ``busyPeriodProgress``.
+/// - `addOperation { }` gives the `BlockOperation` it makes the queue's
+///   `qualityOfService`, when one was set.
+/// - Unnamed queues have names of their own, `"Backgroundable.BackgroundOperationQueue 1"`,
+///   `"… 2"` and so on: numbered, where Foundation uses the queue's address, because the
+///   name (also the label of the queue's background-time assertions) is fixed before the
+///   queue has an address, and a number is never reused.
+/// - ``cancelAllOperations()`` leaves barrier blocks to run (see there).
 ///
 /// The queue's own state lives in a `Mutex`, and Foundation's `OperationQueue` is
 /// thread-safe: that is why the class can be `@unchecked Sendable`. Subclasses must
@@ -54,8 +74,13 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     private let delegateBox = Lock(WeakOperationQueueDelegate())
     /// Where the delegate's notifications wait for the main actor.
     private let mailbox = MainActorMailbox()
-    /// The queue's Foundation `Progress` and its watch (see ``progress``), made on first read.
-    private let foundationProgress = Lock<(progress: Progress, watch: UInt64?)?>(nil)
+    /// ``busyPeriodProgress`` and its watch, made on first read.
+    private let busyProgress = Lock<(progress: Progress, watch: UInt64?)?>(nil)
+    /// Whether `qualityOfService` was set: only then does `addOperation { }` give it to
+    /// the block operations it makes, as Foundation does.
+    private let hasQualityOfService = Atomic(false)
+    /// Numbers the unnamed queues, so that each has a name of its own.
+    private static let unnamedQueues = Atomic<UInt64>(0)
 
     /// Creates a queue.
     ///
@@ -66,7 +91,8 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         name: String? = nil,
         backgroundTaskProvider: any BackgroundTaskProvider = DefaultBackgroundTaskProvider.make()
     ) {
-        let name = name ?? "Backgroundable.BackgroundOperationQueue"
+        let name =
+            name ?? "Backgroundable.BackgroundOperationQueue \(Self.unnamedQueues.add(1, ordering: .relaxed).newValue)"
         self.backgroundTaskProvider = backgroundTaskProvider
         self.storage = QueueStorage(
             label: name, limit: .max, provider: backgroundTaskProvider, expirationPolicy: .cancelAll)
@@ -76,23 +102,25 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     }
 
     deinit {
-        if let watch = foundationProgress.withLock({ $0?.watch }) { storage.unwatchProgress(watch) }
+        if let watch = busyProgress.withLock({ $0?.watch }) { storage.unwatchProgress(watch) }
     }
 
     // MARK: Progress
 
     /// The queue's progress through its busy period as a Foundation `Progress`, fed by
-    /// the queue's own counts: one unit per operation added in the busy period
-    /// (`totalUnitCount`), completed when the operation finished, whatever its outcome.
-    /// A new busy period starts again from zero.
+    /// the queue's own counts: one unit per operation (or barrier block) added in the busy
+    /// period (`totalUnitCount`), completed when it finished, whatever its outcome. A new
+    /// busy period starts again from zero.
     ///
-    /// Made on first read; from then on the queue updates it on every change, on the
-    /// thread that delivers the queue's notifications, outside the queue's locks (so
-    /// `Progress` observers run there too). Counts whole operations, like
-    /// `OperationQueue.progress`: the partial progress an ``AsyncOperation`` reports shows
-    /// in its own ``AsyncOperation/progress``.
-    open override var progress: Progress {
-        let (progress, isNew) = foundationProgress.withLock { stored -> (Progress, Bool) in
+    /// Unlike Foundation's opt-in `progress` (which counts only operations that run `main()`
+    /// through `Operation.start()`, so never an ``AsyncOperation``), it counts every
+    /// operation, with no set-up. Made on first read; from then on the queue updates it on
+    /// every change, on the thread that delivers the queue's notifications, outside the
+    /// queue's locks (so `Progress` observers run there too). Counts whole operations: the
+    /// partial progress an ``AsyncOperation`` reports shows in its own
+    /// ``AsyncOperation/progress``.
+    public var busyPeriodProgress: Progress {
+        let (progress, isNew) = busyProgress.withLock { stored -> (Progress, Bool) in
             if let stored { return (stored.progress, false) }
             let progress = Progress.discreteProgress(totalUnitCount: 0)
             stored = (progress, nil)
@@ -101,7 +129,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         if isNew {
             // Registered outside the lock: the first update may run on this thread.
             let watch = storage.watchProgress(names: 0) { progress.follow($0.progress, unitsPerMember: 1) }
-            foundationProgress.withLock { $0?.watch = watch }
+            busyProgress.withLock { $0?.watch = watch }
         }
         return progress
     }
@@ -148,9 +176,21 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// Adds a `BlockOperation` running `block` (unnamed: it never deduplicates).
+    /// Adds a `BlockOperation` running `block` (unnamed: it never deduplicates). As in
+    /// Foundation, the operation takes the queue's `qualityOfService` if one was set.
     open override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        addOperation(BlockOperation(block: block))
+        let operation = BlockOperation(block: block)
+        if hasQualityOfService.load(ordering: .relaxed) { operation.qualityOfService = qualityOfService }
+        addOperation(operation)
+    }
+
+    /// Foundation's. Once set, the block operations that `addOperation { }` makes take it.
+    open override var qualityOfService: QualityOfService {
+        get { super.qualityOfService }
+        set {
+            super.qualityOfService = newValue
+            hasQualityOfService.store(true, ordering: .relaxed)
+        }
     }
 
     /// The queue's side of adding, before Foundation gets the operations: one
@@ -159,6 +199,10 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// finished. An ``AsyncOperation`` reports its own end (no allocation on this path);
     /// any other operation is watched by the bridge. Names and policies are read
     /// before the lock is taken.
+    ///
+    /// A ``UniquenessPolicy/replace`` newcomer learns, under the lock, which operations
+    /// it replaced (the machine's `.replace(_, by:)` actions of its admission); it
+    /// depends on them, and on those they still waited for, before Foundation gets it.
     private func register(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
         let admissions = operations.map { operation in
@@ -167,11 +211,29 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
                 policy: (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore,
                 priority: 0, timeout: nil)
         }
+        var replacing: [AsyncOperation] = []
         let admitted = storage.transition { machine, actions in
             admissions.compactMap { admission in
-                machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
+                guard admission.policy == .replace, admission.name != nil,
+                    let newcomer = admission.member as? AsyncOperation
+                else {
+                    return machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
+                }
+                var own = BridgeStorage.Machine.Actions()
+                let handle = machine.addExternal(admission, actions: &own)
+                var replaced: [Operation] = []
+                for action in own {
+                    if case .replace(let member, _) = action { replaced.append(member) }
+                    actions.append(action)
+                }
+                if !replaced.isEmpty {
+                    newcomer.awaitReplaced(replaced)
+                    replacing.append(newcomer)
+                }
+                return handle.map { (admission.member, $0) }
             }
         }
+        for newcomer in replacing { newcomer.addReplacedDependencies() }
         for (operation, handle) in admitted {
             if (operation as? AsyncOperation)?.track(by: storage, handle: handle) != true {
                 // Strong, as Foundation holds an operation's queue until the operation finished.
@@ -183,15 +245,50 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         }
     }
 
-    /// `true` while the queue holds operations that have not finished (a busy period).
+    // MARK: Barriers
+
+    /// Adds a barrier block, as Foundation does — it runs once every operation added
+    /// before it finished, and operations added after it start once it ran — and counts
+    /// it as work of the busy period: the queue stays busy (holding its background time)
+    /// until the block ran, and ``waitUntilIdle()`` waits for it.
+    open override func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
+        // A token stands for the block in the queue's rules, live until the block ran.
+        let admission = BridgeStorage.Machine.Admission(
+            member: Operation(), name: nil, policy: .ignore, priority: 0, timeout: nil)
+        guard let handle = storage.transition({ machine, actions in machine.addExternal(admission, actions: &actions) })
+        else { return super.addBarrierBlock(barrier) }
+        let storage = storage
+        super.addBarrierBlock {
+            barrier()
+            storage.memberEnded(handle, .finished)
+        }
+    }
+
+    /// Cancels every operation in `operations`, in order, as Foundation does — but not
+    /// the barrier blocks: each still runs, once the operations ahead of it finished.
+    ///
+    /// swift-corelibs-foundation cancels barriers too, and a cancelled barrier (which never
+    /// runs) leaves a dangling reference in each operation it waited for: the process
+    /// crashes when one of them finishes after the barrier was released.
+    open override func cancelAllOperations() {
+        for operation in operations {
+            operation.cancel()
+        }
+    }
+
+    // MARK: Busy periods
+
+    /// `true` while the queue holds operations or barrier blocks that have not finished
+    /// (a busy period).
     public var isBusy: Bool {
         storage.read { $0.isBusy }
     }
 
-    /// Waits until the queue is idle: every operation finished, and every idle
-    /// notification delivered — the end of its background time and the ``delegate``'s
-    /// `backgroundQueueDidFinishOperations(_:)`, which runs on the main actor (with no
-    /// delegate, this never waits for the main actor). Returns at once if it already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`).
+    /// Waits until the queue is idle: every operation and barrier block finished, and
+    /// every idle notification delivered — the end of its background time and the
+    /// ``delegate``'s `backgroundQueueDidFinishOperations(_:)`, which runs on the main
+    /// actor (with no delegate, this never waits for the main actor). Returns at once if
+    /// it already is. Does not block a thread (unlike `waitUntilAllOperationsAreFinished()`).
     /// Cancellable: when the waiting task is cancelled it returns at once, whether or not
     /// the queue is idle; its operations are not affected.
     public func waitUntilIdle() async {

@@ -24,10 +24,17 @@ enum BridgeQueue {
         if let operation = operation as? AsyncOperation {
             operation.whenFinished(body)
         } else {
-            let watcher = BlockOperation(block: body)
-            watcher.addDependency(operation)
-            shared.addOperation(watcher)
+            afterFoundationFinished(operation, body)
         }
+    }
+
+    /// Calls `body` exactly once, through a watcher, once Foundation itself is done
+    /// finishing `operation`, its dependants included — which an ``AsyncOperation``'s own
+    /// hook does not wait for when it is registered while the operation finishes.
+    static func afterFoundationFinished(_ operation: Operation, _ body: @escaping @Sendable () -> Void) {
+        let watcher = BlockOperation(block: body)
+        watcher.addDependency(operation)
+        shared.addOperation(watcher)
     }
 
     /// Calls `body` exactly once, after every operation in `operations` finished.
