@@ -119,6 +119,10 @@ protocol QueueFront: AnyObject, Sendable {
 ///
 /// Nothing but the machine's transitions and plain reads run under the lock: members,
 /// providers, delegates, continuations and listeners are called only after it.
+///
+/// Lock order: the queue's lock, then a member's own (settling a decision about it, see
+/// ``QueueMember/settle(_:gate:)``), then a join group's or a replacement gate's. Nothing
+/// takes the queue's lock while it holds a member's.
 final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     typealias Machine = QueueStateMachine<Member>
 
