@@ -7,11 +7,11 @@ import Testing
 
 /// The pieces of the front-end model-based tests (``FrontEndModelTests``).
 enum FrontEnd {
-    /// The seed of this run: `BACKGROUNDABLE_FRONTEND_SEED`, else a random one.
-    static func baseSeed() -> UInt64 {
+    /// The seed of this run, one for both tests: `BACKGROUNDABLE_FRONTEND_SEED`, else a
+    /// random one.
+    static let baseSeed =
         ProcessInfo.processInfo.environment["BACKGROUNDABLE_FRONTEND_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 1..<(UInt64.max / 2))
-    }
+        ?? UInt64.random(in: 1..<(UInt64.max / 2))
 
     static func count(_ variable: String, default value: Int) -> Int {
         ProcessInfo.processInfo.environment[variable].flatMap { Int($0) } ?? value
@@ -148,6 +148,26 @@ extension FrontEnd {
         return true
     }
 
+    static let heldUnitsCheck = "an ended unit does not keep its dropped queue alive"
+    static let releaseCheck = "nothing of a dropped queue survives its members"
+
+    /// Once a dropped queue's members all ended, its storage (`isReleased`) is released:
+    /// even while the test still holds ended units, then (`forget` let go of them) in any
+    /// case. Returns the check that broke and what was seen; a check already reported in
+    /// `report` is not waited for again.
+    static func releaseProblem(
+        _ report: Report, isReleased: () -> Bool, forget: () -> Void
+    ) async -> (check: String, message: String)? {
+        if report.hasFailed(releaseCheck) { return nil }
+        if !report.hasFailed(heldUnitsCheck), await eventually(within: .seconds(3), isReleased) { return nil }
+        forget()
+        if await eventually(within: .seconds(3), isReleased) {
+            if report.hasFailed(heldUnitsCheck) { return nil }
+            return (heldUnitsCheck, "the storage was released only once the test let go of the ended units")
+        }
+        return (releaseCheck, "the storage is alive after every member ended and the test let go of them")
+    }
+
     /// `true` once `group` is empty, `false` after `bound`.
     static func wait(for group: DispatchGroup, atMost bound: Duration) async -> Bool {
         let done = Flag()
@@ -192,6 +212,14 @@ extension FrontEnd {
         var events: [BackgroundQueue.Event] { state.withLock { $0.events } }
         var idleCount: Int { state.withLock { $0.idles } }
 
+        /// Lets go of the units the events name.
+        func forget() {
+            state.withLock { state in
+                state.events = []
+                state.byLane = [:]
+            }
+        }
+
         private func append(_ event: BackgroundQueue.Event) {
             var raise: [Flag] = []
             state.withLock { state in
@@ -211,7 +239,7 @@ extension FrontEnd {
                     state.escalationWatchers[key] = watchers.filter { $0.rank > rank }
                 default: break
                 }
-                if let unit = event.unit, let lane = unit.lane, state.byLane[lane] == nil {
+                if let unit = FrontEnd.unit(of: event), let lane = unit.lane, state.byLane[lane] == nil {
                     state.byLane[lane] = unit
                     raise += state.laneWatchers.removeValue(forKey: lane) ?? []
                 }
@@ -255,6 +283,17 @@ extension FrontEnd {
             let flag = Flag()
             if state.withLock({ register(&$0, flag) }) { flag.raise() }
             return flag
+        }
+    }
+
+    /// The unit `event` is about, if any.
+    static func unit(of event: BackgroundQueue.Event) -> AsyncTask? {
+        switch event {
+        case .enqueued(let unit), .started(let unit), .ended(let unit, _), .retrying(let unit, _, _, _),
+            .joined(let unit, _), .escalated(let unit, _):
+            unit
+        case .busy, .idle, .backgroundTimeExpiring:
+            nil
         }
     }
 
@@ -305,19 +344,6 @@ extension FrontEnd {
             problems.append(("a joined unit hears nothing else", "a unit that joined had other events"))
         }
         return problems
-    }
-}
-
-extension BackgroundQueue.Event {
-    /// The unit the event is about, if any.
-    var unit: AsyncTask? {
-        switch self {
-        case .enqueued(let unit), .started(let unit), .ended(let unit, _), .retrying(let unit, _, _, _),
-            .joined(let unit, _), .escalated(let unit, _):
-            unit
-        case .busy, .idle, .backgroundTimeExpiring:
-            nil
-        }
     }
 }
 
