@@ -466,10 +466,10 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
             return
         }
         let admission = unit.admission
-        let handle = transition { machine, actions in
-            Self.mayReplace(unit) ? machine.add(admission, actions: &actions) : nil
+        transition { machine, actions in
+            guard Self.mayReplace(unit), let handle = machine.add(admission, actions: &actions) else { return }
+            unit.attach(handle, machine: &machine, actions: &actions)
         }
-        if let handle { unit.attach(handle, ended: memberEnded) }
     }
 
     /// `false` for a unit that would replace others but has ended already (cancelled
@@ -490,11 +490,11 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
             if measurer != nil || !observers.isEmpty { for unit in claimed { unit.observeAdding() } }
         #endif
         let admissions = claimed.map(\.admission)
-        let admitted = transition { machine, actions in
-            machine.add(
+        transition { machine, actions in
+            let admitted = machine.add(
                 contentsOf: admissions.filter { Self.mayReplace($0.member) }, sequential: sequential, actions: &actions)
+            for (unit, handle) in admitted { unit.attach(handle, machine: &machine, actions: &actions) }
         }
-        for (unit, handle) in admitted { unit.attach(handle, ended: memberEnded) }
         return admissions.count
     }
 }

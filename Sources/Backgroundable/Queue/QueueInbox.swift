@@ -12,11 +12,12 @@ protocol QueueInbox<Member>: Sendable {
     /// drainer scheduled. `false` when members were pushed while the flag was being
     /// cleared: the caller admits them (``takeAll()``) and calls again.
     func mirror(drainerScheduled: Bool) -> Bool
-    /// After the lock: `member`, taken by ``takeAll()``, was admitted as `handle`. If it
-    /// has already ended, `ended` tells the queue.
-    func admitted(
-        _ member: Member, _ handle: QueueStateMachine<Member>.Handle,
-        ended: (QueueStateMachine<Member>.Handle, AsyncTask.Outcome) -> Void)
+    /// Under the queue's lock, in the transition that admitted it: `member`, taken by
+    /// ``takeAll()``, was admitted as `handle` and learns it (see
+    /// ``AsyncTask/attach(_:machine:actions:)``).
+    func attach(
+        _ member: Member, _ handle: QueueStateMachine<Member>.Handle, machine: inout QueueStateMachine<Member>,
+        actions: inout QueueStateMachine<Member>.Actions)
 }
 
 /// The inbox of a queue whose members are all added under its lock (the Operation
@@ -24,9 +25,9 @@ protocol QueueInbox<Member>: Sendable {
 struct NoInbox<Member: QueueMember>: QueueInbox {
     func takeAll() -> [QueueStateMachine<Member>.Admission] { [] }
     func mirror(drainerScheduled: Bool) -> Bool { true }
-    func admitted(
-        _ member: Member, _ handle: QueueStateMachine<Member>.Handle,
-        ended: (QueueStateMachine<Member>.Handle, AsyncTask.Outcome) -> Void
+    func attach(
+        _ member: Member, _ handle: QueueStateMachine<Member>.Handle, machine: inout QueueStateMachine<Member>,
+        actions: inout QueueStateMachine<Member>.Actions
     ) {}
 }
 
@@ -120,10 +121,10 @@ final class UnitInbox: QueueInbox {
         return word.compareExchange(expected: 1, desired: 0, ordering: .relaxed).exchanged
     }
 
-    func admitted(
+    func attach(
         _ unit: AsyncTask, _ handle: QueueStateMachine<AsyncTask>.Handle,
-        ended: (QueueStateMachine<AsyncTask>.Handle, AsyncTask.Outcome) -> Void
+        machine: inout QueueStateMachine<AsyncTask>, actions: inout QueueStateMachine<AsyncTask>.Actions
     ) {
-        unit.attach(handle, ended: ended)
+        unit.attach(handle, machine: &machine, actions: &actions)
     }
 }

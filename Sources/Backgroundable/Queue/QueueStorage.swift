@@ -206,18 +206,17 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// The one way into the locked state: admits the inbox's members (in the order they
     /// were pushed, before the event, so they keep their place), runs `body`, mirrors
-    /// the drainer role into the inbox, then — after unlocking — performs the actions
-    /// and tells the admitted members their handles.
+    /// the drainer role into the inbox, settles the decisions about members, then —
+    /// after unlocking — performs the actions.
     private func withLocked<Result>(
         _ body: (inout Locked, inout Machine.Actions) -> Result
     ) -> Result {
         var actions: Machine.Actions = []
-        var admitted: [(member: Member, handle: Machine.Handle)] = []
         var settled = SettledRemainders()
         var firstBatch: DeliveryBatch?
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
         let result = state.withLock { locked in
-            let result = run(body, on: &locked, &actions, &admitted)
+            let result = run(body, on: &locked, &actions)
             if actions.needsSettling { settle(&locked.machine, &actions, into: &settled) }
             if measurer != nil {
                 locked.levelsVersion &+= 1
@@ -233,7 +232,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         if let levels {
             measurer?.levelsChanged(enqueued: levels.enqueued, executing: levels.executing, version: levels.version)
         }
-        performAfterUnlocking(actions, admitted, settled, firstBatch)
+        performAfterUnlocking(actions, settled, firstBatch)
         return result
     }
 
@@ -282,33 +281,29 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     private func run<Result>(
         _ body: (inout Locked, inout Machine.Actions) -> Result, on locked: inout Locked,
-        _ actions: inout Machine.Actions, _ admitted: inout [(member: Member, handle: Machine.Handle)]
+        _ actions: inout Machine.Actions
     ) -> sending Result {
-        admitInbox(&locked.machine, &actions, &admitted)
+        admitInbox(&locked.machine, &actions)
         let result = body(&locked, &actions)
         while !inbox.mirror(drainerScheduled: locked.machine.isDrainerScheduled) {
-            admitInbox(&locked.machine, &actions, &admitted)
+            admitInbox(&locked.machine, &actions)
         }
         return result
     }
 
     private func performAfterUnlocking(
-        _ actions: Machine.Actions, _ admitted: [(member: Member, handle: Machine.Handle)],
-        _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
+        _ actions: Machine.Actions, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
     ) {
         settled.perform()
         if !actions.isEmpty { perform(actions, firstBatch) }
-        for (member, handle) in admitted { inbox.admitted(member, handle, ended: memberEnded) }
     }
 
-    /// Under the lock: adds what was pushed, as a run of single adds.
-    private func admitInbox(
-        _ machine: inout Machine, _ actions: inout Machine.Actions,
-        _ admitted: inout [(member: Member, handle: Machine.Handle)]
-    ) {
+    /// Under the lock: adds what was pushed, as a run of single adds; each admitted
+    /// member learns its handle in the same transition, before anything can start or end it.
+    private func admitInbox(_ machine: inout Machine, _ actions: inout Machine.Actions) {
         for admission in inbox.takeAll() {
             if let handle = machine.add(admission, actions: &actions) {
-                admitted.append((admission.member, handle))
+                inbox.attach(admission.member, handle, machine: &machine, actions: &actions)
             }
         }
     }

@@ -412,7 +412,11 @@ public final class AsyncTask: Sendable {
                     // the awaiting priority; applied after, to whatever it then is.
                     if escalates { noteEscalation(awaiting.rawValue) }
                     action()
-                    if escalates { escalate(to: awaiting) }
+                    if escalates {
+                        escalate(to: awaiting)
+                    } else if uniquenessPolicy == .join {
+                        escalateSharedWork(to: awaiting)
+                    }
                 }
             }
         } onCancel: {
@@ -453,6 +457,15 @@ public final class AsyncTask: Sendable {
             }
         }
         if let primary = shared?.primary, primary !== self { primary.escalate(to: priority) }
+    }
+
+    /// A unit that joined shared work, awaited at `priority`: the work is escalated if it
+    /// ranks lower, whatever this unit's own priority.
+    private func escalateSharedWork(to priority: TaskPriority) {
+        guard let primary = state.withLock({ $0.sharedWork?.primary }), primary !== self,
+            Self.rank(priority.rawValue) > Self.rank(primary.priorityRawValue)
+        else { return }
+        primary.escalate(to: priority)
     }
 
     /// Raises ``escalation`` to `priority` if it ranks higher.
@@ -523,21 +536,21 @@ public final class AsyncTask: Sendable {
             lane: extras?.lane, escalated: isEscalated)
     }
 
-    /// Its queue admitted it as `handle`: from now on the unit tells the queue when it
-    /// ends. If it already has (it was cancelled while being added, or it ran to its end
-    /// already), `ended` tells the queue here.
-    func attach(_ handle: QueueCore.Machine.Handle, ended: (QueueCore.Machine.Handle, Outcome) -> Void) {
+    /// Its queue admitted it as `handle`, under the queue's lock, in the transition that
+    /// admitted it: from now on the unit tells the queue when it ends — before anyone can
+    /// start it, and before its waiters can be resumed. What happened to it meanwhile is
+    /// applied to the machine right here: an end (it was cancelled while being added, or
+    /// ran to its end already), a retry, or an escalation its admission did not see.
+    func attach(
+        _ handle: QueueCore.Machine.Handle, machine: inout QueueCore.Machine, actions: inout QueueCore.Machine.Actions
+    ) {
         switch state.withLock({ $0.attach(handle) }) {
         case .attached:
-            // An escalation made after the admission read it, and before this attach, found
-            // no handle: it is applied here (the machine ignores one it has already).
-            if let escalated = pendingEscalation, let queue = state.withLock({ $0.owner?.queue }) {
-                queue.transition { machine, actions in
-                    machine.memberEscalated(handle, to: escalated, actions: &actions)
-                }
-            }
-        case .ended(let outcome): ended(handle, outcome)
-        case .retrying(let queue, let record): queue.memberRetrying(handle, after: record.delay, record.note)
+            if let escalated = pendingEscalation { machine.memberEscalated(handle, to: escalated, actions: &actions) }
+        case .ended(let outcome):
+            machine.memberEnded(handle, outcome, actions: &actions)
+        case .retrying(_, let record):
+            _ = machine.memberRetrying(handle, after: Self.nanoseconds(record.delay), record.note, actions: &actions)
         }
     }
 

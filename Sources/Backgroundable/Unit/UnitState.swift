@@ -591,8 +591,12 @@ struct UnitState {
         phase = .ended(outcome, value: value, attempts)
         let waiters = self.waiters
         self.waiters = []
+        // The ending tells the queue; the unit lets it go, so that a caller holding an
+        // ended unit does not keep its queue (and its provider and listeners) alive.
+        let (queue, handle) = (owner?.queue, owner?.handle ?? .unadmitted)
+        owner = nil
         return Ending(
-            outcome: outcome, queue: owner?.queue, handle: owner?.handle ?? .unadmitted, task: task,
+            outcome: outcome, queue: queue, handle: handle, task: task,
             parkedBody: parkedBody, waiters: waiters, joined: joined, unrunWork: work)
     }
 }
