@@ -138,7 +138,7 @@ struct Report {
                     + "\(value(instructions[shape.id], 0)) |")
         }
         lines.append("")
-        for line in targetLines() { lines.append("- " + line) }
+        for line in targetLines(code: true) { lines.append("- " + line) }
         return lines.joined(separator: "\n")
     }
 
@@ -159,8 +159,10 @@ struct Report {
         return lines.joined(separator: "\n")
     }
 
-    private func targetLines() -> [String] {
-        targets.compactMap { target in
+    /// One line per target; `code` puts the shapes' ids in backquotes (Markdown).
+    private func targetLines(code: Bool = false) -> [String] {
+        let quote = code ? "`" : ""
+        return targets.compactMap { target -> String? in
             let values = target.metric == .allocations ? allocations : instructions
             guard let value = values[target.shape], let peer = values[target.peer] else { return nil }
             let bound = target.factor * peer + target.offset
@@ -168,8 +170,9 @@ struct Report {
             let verdict =
                 value <= bound
                 ? "met" : "MISSED by \(format(value - bound, digits)) (\(format(value / peer, 2))× the peer)"
-            return "\(target.shape) \(target.metric.rawValue) \(format(value, digits)) <= \(format(bound, digits)) "
-                + "(\(target.meaning), \(target.peer) \(format(peer, digits))): \(verdict)"
+            return "\(quote)\(target.shape)\(quote) \(target.metric.rawValue) \(format(value, digits)) <= "
+                + "\(format(bound, digits)) (\(target.meaning), \(quote)\(target.peer)\(quote) \(format(peer, digits))): "
+                + verdict
         }
     }
 
