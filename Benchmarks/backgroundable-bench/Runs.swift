@@ -2,8 +2,8 @@ import Foundation
 
 /// `--runs K`: the benchmark K times, each in a process of its own (same arguments, with
 /// `--json`), one after another. Within a process the repetitions share its heap and its
-/// threads; between processes a ratio moves further (±0.3 on this machine), and only
-/// several processes show how far. Prints, per scenario, the median of the K runs'
+/// threads; between processes a ratio moves further, and only several processes show
+/// how far. Prints, per scenario, the median of the K runs'
 /// medians and their spread (lowest to highest), and the ratio to the baseline with its
 /// spread over the runs.
 func runInSeparateProcesses(_ runs: Int, arguments: [String], scenarios: [Scenario], header: String, json: Bool) {

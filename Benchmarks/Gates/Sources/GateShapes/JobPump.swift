@@ -6,8 +6,8 @@ import Foundation
 // one thread in one order, so its allocations and instructions are the same on every
 // run. (On the default executor they are not: libdispatch allocates a continuation for
 // a job enqueued from a thread whose cache is empty, and how often depends on which
-// thread ran what: ±0.5 allocations per unit between runs.) swift-nio takes over the
-// executor through the same runtime hooks.
+// thread ran what, by as much as the one allocation per unit a gate must catch.)
+// swift-nio takes over the executor through the same runtime hooks.
 
 typealias EnqueueOriginal = @convention(thin) (UnownedJob) -> Void
 typealias EnqueueHook = @convention(thin) (UnownedJob, EnqueueOriginal) -> Void
@@ -80,20 +80,22 @@ final class JobPump: @unchecked Sendable {
     }
 
     /// Runs jobs on this thread until `done()` holds and no job is ready; waits for
-    /// jobs of other threads and for deadlines in between.
+    /// jobs of other threads and for deadlines in between. `done()` runs outside the
+    /// lock: it may take locks of its own that a thread holds while it enqueues a job.
     func run(until done: () -> Bool) {
         while true {
             condition.lock()
             let job = takeJob()
-            if job == nil {
-                if done() {
-                    condition.unlock()
-                    return
-                }
-                _ = condition.wait(until: Date(timeIntervalSinceNow: 0.001))
-            }
             condition.unlock()
-            if let job { job.runSynchronously(on: genericExecutor) }
+            if let job {
+                job.runSynchronously(on: genericExecutor)
+            } else if done() {
+                return
+            } else {
+                condition.lock()
+                if count == 0 { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.001)) }
+                condition.unlock()
+            }
         }
     }
 

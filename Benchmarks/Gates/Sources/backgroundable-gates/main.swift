@@ -46,7 +46,7 @@ struct Options {
 }
 
 /// Units per measured run and repetitions: every run of a shape on the measuring thread
-/// counts the same, so a few suffice; callgrind runs about 50 times slower.
+/// counts the same, so a few suffice; callgrind runs much slower, on fewer units.
 let allocationRuns = (units: 2_000, repetitions: 3)
 let instructionRuns = (units: 1_000, repetitions: 3)
 
