@@ -1,9 +1,8 @@
 import Synchronization
 
 /// A child process's measurement: for each shape of `ids` (comma-separated; every
-/// shape when `nil`), a warm-up run of
-/// `2 × units` units (the heap reaches the size the measured runs need), then
-/// `repetitions` pairs of runs of `units` and `2 × units` units. Their difference is
+/// shape when `nil`), a warm-up run of `2 × units` units (the heap reaches the size the
+/// measured runs need), then `repetitions` pairs of runs of `units` and `2 × units` units. Their difference is
 /// the cost of `units` units with everything that does not grow with the units (the
 /// queue, its drain, a first use) cancelled out. Prints one line per shape: its id and
 /// the cost per unit of each repetition.
