@@ -5,6 +5,7 @@ import Foundation
 //
 //   swift run -c release backgroundable-bench [--quick] [--json] [--units N]
 //                                            [--repetitions N] [--filter SUBSTRING[,SUBSTRING...]]
+//                                            [--runs K]
 
 struct Options {
     var quick = false
@@ -12,6 +13,7 @@ struct Options {
     var units: Int?
     var repetitions: Int?
     var filter: String?
+    var runs = 1
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -23,9 +25,11 @@ struct Options {
             case "--units": options.units = iterator.next().flatMap(Int.init)
             case "--repetitions": options.repetitions = iterator.next().flatMap(Int.init)
             case "--filter": options.filter = iterator.next()
+            case "--runs": options.runs = iterator.next().flatMap(Int.init) ?? 1
             case "--help", "-h":
                 print(
                     "usage: backgroundable-bench [--quick] [--json] [--units N] [--repetitions N] [--filter SUBSTRING[,SUBSTRING...]]"
+                        + " [--runs K]"
                 )
                 exit(0)
             default:
@@ -48,6 +52,23 @@ let scenarios = allOfThem.filter { scenario in
     options.filter.map { filter in
         filter.split(separator: ",").contains { scenario.id.contains($0) }
     } ?? true
+}
+
+let header = "backgroundable-bench: \(units) units x \(repetitions) repetitions (memory: \(memoryUnits) pending units)"
+if options.runs > 1 {
+    // The same arguments for every run, without `--runs` (and `--json`, which each run gets).
+    var childArguments: [String] = []
+    var arguments = CommandLine.arguments.dropFirst().makeIterator()
+    while let argument = arguments.next() {
+        if argument == "--runs" {
+            _ = arguments.next()
+        } else if argument != "--json" {
+            childArguments.append(argument)
+        }
+    }
+    runInSeparateProcesses(
+        options.runs, arguments: childArguments, scenarios: scenarios, header: header, json: options.json)
+    exit(0)
 }
 
 /// A progress line on standard error: rewritten in place on a terminal, one line per
@@ -106,7 +127,7 @@ if options.json {
     func padLeft(_ text: String, _ width: Int) -> String {
         text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
     }
-    print("backgroundable-bench: \(units) units x \(repetitions) repetitions (memory: \(memoryUnits) pending units)")
+    print(header)
     print("")
     let header =
         pad("scenario", 48) + padLeft("median", 10) + padLeft("min", 10) + padLeft("max", 10) + "  " + pad("unit", 11)
