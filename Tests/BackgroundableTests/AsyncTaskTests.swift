@@ -80,7 +80,7 @@ struct AsyncTaskTests {
     @Test func firstTerminalTransitionWins() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let unit = queue.add { _ in started.signal() }
+        let unit = queue.add(timeout: nil) { _ in started.signal() }
         await started.wait()
         unit.cancel()
         unit.finish()

@@ -41,7 +41,7 @@ struct DeduplicationTests {
     @Test func dropSeesExecutingUnitsAsLive() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let first = queue.add(name: "sync") { _ in started.signal() }
+        let first = queue.add(name: "sync", timeout: nil) { _ in started.signal() }
         await started.wait()
         let second = queue.add(name: "sync", uniquenessPolicy: .drop) { $0.finish() }
         #expect(second.currentOutcome?.kind == .dropped)

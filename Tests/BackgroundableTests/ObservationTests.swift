@@ -89,7 +89,7 @@ struct ObservationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         #expect(queue.enqueuedCount == 0 && queue.executingCount == 0 && !queue.isBusy)
         let started = Signal()
-        let first = queue.add { _ in started.signal() }
+        let first = queue.add(timeout: nil) { _ in started.signal() }
         let second = queue.add { $0.finish() }
         await started.wait()
         #expect(queue.executingCount == 1)
@@ -109,7 +109,7 @@ struct ObservationTests {
         do {
             let (queue, _) = makeQueue(maxConcurrentTasks: 1)
             weakQueue = queue
-            executing = queue.add { _ in started.signal() }
+            executing = queue.add(timeout: nil) { _ in started.signal() }
             await started.wait()
             pending = (0..<3).map { _ in queue.add { $0.finish() } }
         }
@@ -187,7 +187,7 @@ struct BackgroundTimeTests {
     @Test func cancelPendingPolicyLetsRunningWorkFinish() async {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1, expirationPolicy: .cancelPending)
         let started = Signal()
-        let running = queue.add { _ in started.signal() }
+        let running = queue.add(timeout: nil) { _ in started.signal() }
         let waiting = queue.add { $0.finish() }
         await started.wait()
         provider.expireAll()
@@ -203,7 +203,7 @@ struct BackgroundTimeTests {
     @Test func keepRunningPolicyCancelsNothing() async {
         let (queue, provider) = makeQueue(expirationPolicy: .keepRunning)
         let started = Signal()
-        let running = queue.add { _ in started.signal() }
+        let running = queue.add(timeout: nil) { _ in started.signal() }
         await started.wait()
         provider.expireAll()
         #expect(running.currentOutcome == nil)

@@ -165,7 +165,7 @@ struct SchedulingTests {
     @Test func executingUnitsCarryOnWhileSuspended() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let unit = queue.add { _ in started.signal() }
+        let unit = queue.add(timeout: nil) { _ in started.signal() }
         await started.wait()
         queue.suspend()
         unit.finish()

@@ -67,10 +67,11 @@ func makeOperationQueue(
     return (BackgroundOperationQueue(name: name, backgroundTaskProvider: provider), provider)
 }
 
-/// An operation that signals when its closure started and finishes only when released.
+/// An operation that signals when its closure started and finishes only when released
+/// (no timeout unless given: a slow sanitizer run must not time it out behind the test).
 func gatedOperation(
     name: String? = nil,
-    timeout: TimeInterval = 10,
+    timeout: TimeInterval = .infinity,
     uniquenessPolicy: UniquenessPolicy = .ignore,
     started: Signal,
     release: Signal
