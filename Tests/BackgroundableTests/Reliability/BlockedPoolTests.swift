@@ -37,13 +37,7 @@ struct BlockedPoolTests {
         let terminated = Signal()
         process.terminationHandler = { _ in terminated.signal() }
         try process.run()
-        let pid = process.processIdentifier
-        let watchdog = Task.detached {
-            try await Task.sleep(for: .seconds(60))
-            kill(pid, SIGKILL)
-        }
-        await terminated.wait()
-        watchdog.cancel()
+        await awaitTermination(of: process, terminated, killingAfter: .seconds(60))
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationStatus, text)
     }

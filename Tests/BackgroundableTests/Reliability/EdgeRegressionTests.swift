@@ -10,6 +10,19 @@ import Testing
 /// reached the queue's decision. Each test failed before its fix.
 @Suite("Sound at the edges", .timeLimit(.minutes(1)))
 struct EdgeRegressionTests {
+    /// A unit executing on `queue` until the returned signal releases it.
+    private func liveUnit(
+        _ options: AsyncTask.Options, on queue: BackgroundQueue
+    ) async -> (AsyncTaskHandle<Void>, Signal) {
+        let (entered, release) = (Signal(), Signal())
+        let live = queue.addTask(options) {
+            entered.signal()
+            await release.wait()
+        }
+        await entered.wait()
+        return (live, release)
+    }
+
     // MARK: Replacement is one step
 
     @Test func aReplacementRunsOnlyOnceTheReplacedBodyReturned() async throws {
@@ -191,12 +204,7 @@ struct EdgeRegressionTests {
 
     @Test func aRunCancelledBeforeItsAddNeitherReplacesNorMakesTheQueueBusy() async throws {
         let (queue, provider) = makeQueue()
-        let (entered, release) = (Signal(), Signal())
-        let live = queue.addTask(.init(name: "x", uniquenessPolicy: .replace)) {
-            entered.signal()
-            await release.wait()
-        }
-        await entered.wait()
+        let (live, release) = await liveUnit(.init(name: "x", uniquenessPolicy: .replace), on: queue)
         let caller = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await queue.run(.init(name: "x", uniquenessPolicy: .replace)) { 1 }
@@ -222,12 +230,7 @@ struct EdgeRegressionTests {
     @Test func aPreCancelledRunIsNeverReportedDroppedJoinedOrTimedOut() async {
         let (queue, _) = makeQueue()
         let log = EventLog(queue)
-        let (entered, release) = (Signal(), Signal())
-        let live = queue.addTask(.init(name: "x")) {
-            entered.signal()
-            await release.wait()
-        }
-        await entered.wait()
+        let (live, release) = await liveUnit(.init(name: "x"), on: queue)
         for options: AsyncTask.Options in [
             .init(name: "x", uniquenessPolicy: .drop), .init(name: "x", uniquenessPolicy: .join),
             .init(timeout: .zero),
@@ -253,12 +256,7 @@ struct EdgeRegressionTests {
     @Test func aUnitCancelledBetweenItsClaimAndItsAdmissionIsReportedWithItsOwnOutcome() async {
         let (queue, _) = makeQueue()
         let log = EventLog(queue)
-        let (entered, release) = (Signal(), Signal())
-        let live = queue.addTask(.init(name: "x")) {
-            entered.signal()
-            await release.wait()
-        }
-        await entered.wait()
+        let (live, release) = await liveUnit(.init(name: "x"), on: queue)
         // Claimed by the queue, then cancelled by another thread, then admitted.
         func cancelledWhileBeingAdded(_ options: AsyncTask.Options) -> AsyncTask {
             let unit = AsyncTask(options) { $0.finish() }

@@ -84,15 +84,7 @@ func runShutdownFixture(
         if index > 0 { await draining.wait() }
         kill(process.processIdentifier, signal)
     }
-    // A child that does not end within 30 s is killed, so a hang fails the test with
-    // what the child wrote instead of stalling the suite.
-    let pid = process.processIdentifier
-    let watchdog = Task.detached {
-        try await Task.sleep(for: .seconds(30))
-        kill(pid, SIGKILL)
-    }
-    await terminated.wait()
-    watchdog.cancel()
+    await awaitTermination(of: process, terminated, killingAfter: .seconds(30))
     let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     func read(_ name: String) -> String {
         (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "missing"
@@ -100,4 +92,17 @@ func runShutdownFixture(
     return ChildResult(
         status: process.terminationStatus, standardError: standardError,
         files: (0..<units).map { read("unit-\($0)") }, events: read("events"), manifest: read("manifest"))
+}
+
+/// Waits until `process` ended (its termination handler signals `terminated`). A child
+/// that does not end within `limit` is killed, so a hang fails the test with what the
+/// child wrote instead of stalling the suite.
+func awaitTermination(of process: Process, _ terminated: Signal, killingAfter limit: Duration) async {
+    let pid = process.processIdentifier
+    let watchdog = Task.detached {
+        try await Task.sleep(for: limit)
+        kill(pid, SIGKILL)
+    }
+    await terminated.wait()
+    watchdog.cancel()
 }
