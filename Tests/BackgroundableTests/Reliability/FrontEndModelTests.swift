@@ -619,14 +619,7 @@ extension FrontEnd {
                 await complete(id, throwing: false)
             }
             guard !aborted else { return }
-            let idle = Flag()
-            let waiter = Task {
-                await queue.waitUntilIdle()
-                idle.raise()
-            }
-            guard await idle.wait(atMost: budget.bound("idle")) else {
-                waiter.cancel()
-                budget.ranOut("idle")
+            guard await budget.waitUntilIdle(queue) else {
                 return abort("waitUntilIdle returns once the queue is idle", "it did not return")
             }
             // Right away: the main actor had no other chance to run.

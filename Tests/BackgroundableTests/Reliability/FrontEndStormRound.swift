@@ -103,14 +103,7 @@ extension FrontEnd {
         func checkIdlePoint(
             _ queue: BackgroundQueue, _ delegate: RecordingDelegate, _ provider: RecordingBackgroundTaskProvider
         ) async -> Bool {
-            let idle = Flag()
-            let waiter = Task {
-                await queue.waitUntilIdle()
-                idle.raise()
-            }
-            guard await idle.wait(atMost: budget.bound("idle")) else {
-                waiter.cancel()
-                budget.ranOut("idle")
+            guard await budget.waitUntilIdle(queue) else {
                 violate("waitUntilIdle returns once the queue is idle", "it did not return; \(state(of: queue))")
                 return false
             }

@@ -80,6 +80,22 @@ extension FrontEnd {
         func ranOut(_ kind: String) {
             _ = exhausted.withLock { $0.insert(kind) }
         }
+
+        /// `queue.waitUntilIdle()`, within the bound of an "idle" wait: `false` (the wait
+        /// cancelled, the bound shortened) when it did not return in time.
+        func waitUntilIdle(_ queue: BackgroundQueue) async -> Bool {
+            let idle = Flag()
+            let waiter = Task {
+                await queue.waitUntilIdle()
+                idle.raise()
+            }
+            guard await idle.wait(atMost: bound("idle")) else {
+                waiter.cancel()
+                ranOut("idle")
+                return false
+            }
+            return true
+        }
     }
 }
 
