@@ -134,6 +134,16 @@ struct QueueStateMachine<Member: AnyObject> {
         }
 
         func makeIterator() -> Iterator { Iterator(actions: self) }
+
+        /// Calls `body` with each action, in order, without the iterator's copy of the
+        /// whole list (which retains every member it names): the storage's way.
+        func visit(_ body: (Action) -> Void) {
+            guard let first = inline.0 else { return }
+            body(first)
+            guard let second = inline.1 else { return }
+            body(second)
+            for action in more { body(action) }
+        }
     }
 
     /// What the deliverer hands to observers, in order, one delivery at a time.

@@ -211,7 +211,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func withLocked<Result>(
         _ body: (inout Locked, inout Machine.Actions) -> Result
     ) -> Result {
-        var actions: Machine.Actions = []
+        var actions = Machine.Actions()
         var settled = SettledRemainders()
         var firstBatch: DeliveryBatch?
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
@@ -250,7 +250,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             let gates = inherited + (gate.map { [$0] } ?? [])
             if !gates.isEmpty { newcomer.waitBeforeRunning(for: gates) }
         }
-        for action in actions {
+        actions.visit { action in
             switch action {
             case .reject(let member, let outcome, reported: true):
                 let result = member.settle(.end(outcome), gate: &noGate)
@@ -334,7 +334,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     // MARK: Performing actions
 
     private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
-        for action in actions {
+        actions.visit { action in
             switch action {
             case .start(let member, let priority):
                 member.startFromQueue(priority: priority)

@@ -10,6 +10,8 @@ import GateShapes
 //
 //     valgrind --tool=callgrind --callgrind-out-file=OUT \
 //         backgroundable-gates-instructions OUT UNITS REPETITIONS [SHAPE,...]
+//
+// With GATES_KEEP_DUMPS=1 the dumps stay (OUT.1, OUT.2, ...) for `callgrind_annotate`.
 
 final class InstructionMeter: Meter, @unchecked Sendable {
     // @unchecked: `dumps` is used by one shape at a time, from `start()` to `stop()`,
@@ -33,7 +35,10 @@ final class InstructionMeter: Meter, @unchecked Sendable {
             FileHandle.standardError.write(Data("error: no totals in callgrind dump \(path)\n".utf8))
             exit(1)
         }
-        try? FileManager.default.removeItem(atPath: path)
+        // GATES_KEEP_DUMPS=1 keeps the dumps, for callgrind_annotate to profile a shape.
+        if ProcessInfo.processInfo.environment["GATES_KEEP_DUMPS"] == nil {
+            try? FileManager.default.removeItem(atPath: path)
+        }
         return count
     }
 }
