@@ -459,7 +459,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         #if Metrics || Tracing
             if measurer != nil || !observers.isEmpty { unit.observeAdding() }
         #endif
-        if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
+        if UnitInbox.isEnabled, inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
             // The drainer may have stopped since: then the push says so, and this
             // transition admits the unit.
             if inbox.push(unit) { transition { _, _ in } }

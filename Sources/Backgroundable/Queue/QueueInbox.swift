@@ -35,9 +35,10 @@ struct NoInbox<Member: QueueMember>: QueueInbox {
 /// scheduled, adding a unit is one compare-and-swap onto an intrusive stack instead of
 /// a turn at the queue's lock, which the drainer and every ending unit also take.
 ///
-/// Kept because it pays: on `enqueue.BackgroundQueue.sync` the adding thread no longer
-/// queues behind the drainer and the units' ends for the lock (≈ 300 → ≈ 120 ns per add
-/// in one run of the benchmark, see the README).
+/// Kept because it pays on adds to a busy queue: the adding thread no longer queues
+/// behind the drainer and the units' ends for the lock. Built with
+/// `-DBACKGROUNDABLE_PLAIN_INBOX`, every add takes the lock instead (``isEnabled``), so
+/// the benchmark can compare both (`Benchmarks/compare-fast-paths.sh`).
 ///
 /// One word holds the stack's top (a retained, unmanaged ``AsyncTask``, linked to the
 /// one pushed before it through ``AsyncTask/inboxNext``) and, in bit 0, the *drainer
@@ -61,6 +62,15 @@ final class UnitInbox: QueueInbox {
     typealias Member = AsyncTask
 
     private let word = Atomic<UInt>(0)
+
+    /// `false` in a build with `-DBACKGROUNDABLE_PLAIN_INBOX`: adders never push.
+    static var isEnabled: Bool {
+        #if BACKGROUNDABLE_PLAIN_INBOX
+            false
+        #else
+            true
+        #endif
+    }
 
     deinit {
         // A storage is released only once no pusher or drainer holds it, so the stack

@@ -606,9 +606,10 @@ struct UnitState {
 /// unit's state stays 8 bytes smaller, as `memory.BackgroundQueue.pendingUnit` needs.
 ///
 /// The queue is retained only when it admits the unit, by the thread that admits it.
-/// Kept because it pays: the thread adding a unit (a push onto the inbox on
-/// `enqueue.BackgroundQueue.sync`) then writes no reference count that the pool's
-/// threads write too, which took ≈ 40 % of each add (see the README). Until then the
+/// Kept because it pays: the thread adding a unit (a push onto the inbox) then writes no
+/// reference count that the pool's threads write too. (Built with
+/// `-DBACKGROUNDABLE_PLAIN_OWNER`, the claim retains the queue at once, for the
+/// benchmark to compare: `Benchmarks/compare-fast-paths.sh`.) Until then the
 /// reference is unretained, and it is valid while the unit's lock is held, because the
 /// queue is alive from the claim to the admission's attach: the adder holds it while it
 /// claims and pushes; while the unit waits in the inbox, the drainer, which holds the
@@ -626,7 +627,11 @@ struct Owner {
 
     /// Claimed by `queue`, which the caller holds: not retained yet.
     init(claimedBy queue: Unmanaged<QueueCore>) {
-        reference = .unretained(queue)
+        #if BACKGROUNDABLE_PLAIN_OWNER
+            reference = .retained(queue.takeUnretainedValue())
+        #else
+            reference = .unretained(queue)
+        #endif
         handle = .unadmitted
     }
 
