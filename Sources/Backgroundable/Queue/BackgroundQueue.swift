@@ -466,10 +466,19 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
             return
         }
         let admission = unit.admission
-        transition { machine, actions in
+        admittingTransition { machine, actions, lingering in
             guard Self.mayReplace(unit), let handle = machine.add(admission, actions: &actions) else { return }
             unit.attach(handle, machine: &machine, actions: &actions)
+            Self.waitForLingeringBodies(of: unit, in: &lingering)
         }
+    }
+
+    /// Under the lock, as `unit` is admitted: with a name that deduplicates, it waits for
+    /// the replaced bodies of its name that still run (see ``LingeringBodies``).
+    private static func waitForLingeringBodies(of unit: AsyncTask, in lingering: inout LingeringBodies) {
+        guard !lingering.isEmpty, let name = unit.name, unit.uniquenessPolicy != .ignore else { return }
+        let running = lingering.running(named: name)
+        if !running.isEmpty { unit.waitBeforeRunning(for: running) }
     }
 
     /// `false` for a unit that would replace others but has ended already (cancelled
@@ -490,10 +499,13 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
             if measurer != nil || !observers.isEmpty { for unit in claimed { unit.observeAdding() } }
         #endif
         let admissions = claimed.map(\.admission)
-        transition { machine, actions in
+        admittingTransition { machine, actions, lingering in
             let admitted = machine.add(
                 contentsOf: admissions.filter { Self.mayReplace($0.member) }, sequential: sequential, actions: &actions)
-            for (unit, handle) in admitted { unit.attach(handle, machine: &machine, actions: &actions) }
+            for (unit, handle) in admitted {
+                unit.attach(handle, machine: &machine, actions: &actions)
+                Self.waitForLingeringBodies(of: unit, in: &lingering)
+            }
         }
         return admissions.count
     }

@@ -24,8 +24,8 @@ protocol QueueMember: AnyObject, Sendable {
     /// replaced member whose body runs counts on `gate`, made on first use, which the
     /// newcomer that replaced it waits on.
     func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision
-    /// Under the queue's lock: the member, just added with ``UniquenessPolicy/replace``,
-    /// runs its work only once `gates` opened (see ``ReplacementGate``).
+    /// Under the queue's lock: the member, just added, runs its work only once `gates`
+    /// opened (see ``ReplacementGate``); a second call adds to the gates of the first.
     func waitBeforeRunning(for gates: [ReplacementGate])
 }
 
@@ -46,9 +46,6 @@ struct SettledDecision {
     var applied: Bool
     /// The outcome the member has now, if it has one.
     var outcome: AsyncTask.Outcome?
-    /// The gates the member was itself waiting on, when it was replaced before it ran:
-    /// its replacement waits on them too.
-    var gates: [ReplacementGate] = []
     /// What is left to do after unlocking.
     var remainder = Remainder.none
 
@@ -139,6 +136,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var backgroundTime: HeldBackgroundTime?
         /// Orders the levels handed to ``QueueStorage/measurer``.
         var levelsVersion: UInt64 = 0
+        /// The bodies of replaced members that may still run, by name.
+        var lingering = LingeringBodies()
     }
 
     let label: String
@@ -198,6 +197,15 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         withLocked { locked, actions in body(&locked.machine, &actions) }
     }
 
+    /// ``transition(_:)`` for adds: the body also gets the bodies that replaced members
+    /// of the added members' names may still be running (see ``LingeringBodies``).
+    @discardableResult
+    func admittingTransition<Result>(
+        _ body: (inout Machine, inout Machine.Actions, inout LingeringBodies) -> Result
+    ) -> Result {
+        withLocked { locked, actions in body(&locked.machine, &actions, &locked.lingering) }
+    }
+
     /// Reads the machine under the lock (after admitting what the inbox holds, so a
     /// caller sees its own adds).
     func read<Result>(_ body: (borrowing Machine) -> Result) -> Result {
@@ -217,7 +225,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
         let result = state.withLock { locked in
             let result = run(body, on: &locked, &actions)
-            if actions.needsSettling { settle(&locked.machine, &actions, into: &settled) }
+            if actions.needsSettling {
+                settle(&locked.machine, &actions, &locked.lingering, into: &settled)
+            }
             if measurer != nil {
                 locked.levelsVersion &+= 1
                 levels = (locked.machine.enqueuedCount, locked.machine.executingCount, locked.levelsVersion)
@@ -241,14 +251,15 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// effect is corrected to tell the outcome the member really has. A replaced member's
     /// body that still runs holds back the newcomer that replaced it.
     private func settle(
-        _ machine: inout Machine, _ actions: inout Machine.Actions, into settled: inout SettledRemainders
+        _ machine: inout Machine, _ actions: inout Machine.Actions, _ lingering: inout LingeringBodies,
+        into settled: inout SettledRemainders
     ) {
         var noGate: ReplacementGate?
-        var replacing: (newcomer: Member, gate: ReplacementGate?, inherited: [ReplacementGate])?
+        var replacing: (newcomer: Member, gate: ReplacementGate?)?
         func holdBackNewcomer() {
-            guard let (newcomer, gate, inherited) = replacing else { return }
-            let gates = inherited + (gate.map { [$0] } ?? [])
-            if !gates.isEmpty { newcomer.waitBeforeRunning(for: gates) }
+            guard let replacing, let gate = replacing.gate, let name = replacing.newcomer.memberName else { return }
+            lingering.add(gate, named: name)
+            replacing.newcomer.waitBeforeRunning(for: [gate])
         }
         actions.visit { action in
             switch action {
@@ -267,11 +278,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             case .replace(let member, let newcomer):
                 if replacing?.newcomer !== newcomer {
                     holdBackNewcomer()
-                    replacing = (newcomer, nil, [])
+                    replacing = (newcomer, nil)
                 }
-                let result = member.settle(.replace, gate: &replacing!.gate)
-                settled.append(result.remainder)
-                if !result.gates.isEmpty { replacing!.inherited += result.gates.filter { !$0.isOpen } }
+                settled.append(member.settle(.replace, gate: &replacing!.gate).remainder)
             default:
                 break
             }
@@ -662,5 +671,36 @@ final class ProgressWatcher: Sendable {
 
     func finish() {
         onFinish()
+    }
+}
+
+/// The bodies of replaced members that may still run, by name: a member added later
+/// with that name and a policy other than ``UniquenessPolicy/ignore`` waits for them
+/// (``ReplacementGate``), whether or not it replaces anything — the newcomer that
+/// replaced them may itself have ended before it ran — so bodies of one deduplicated
+/// name never overlap. Under the queue's lock; gates that opened are dropped as they are
+/// met, and all of them whenever the table has doubled since it was last swept.
+struct LingeringBodies {
+    private var gates: [String: [ReplacementGate]] = [:]
+    private var sweepAt = 8
+
+    var isEmpty: Bool { gates.isEmpty }
+
+    mutating func add(_ gate: ReplacementGate, named name: String) {
+        gates[name, default: []].append(gate)
+        guard gates.count >= sweepAt else { return }
+        gates = gates.compactMapValues { gates in
+            let running = gates.filter { !$0.isOpen }
+            return running.isEmpty ? nil : running
+        }
+        sweepAt = max(8, 2 * gates.count)
+    }
+
+    /// The gates of `name` that have not opened yet.
+    mutating func running(named name: String) -> [ReplacementGate] {
+        guard let all = gates[name] else { return [] }
+        let running = all.filter { !$0.isOpen }
+        gates[name] = running.isEmpty ? nil : running
+        return running
     }
 }

@@ -786,9 +786,7 @@ extension AsyncTask: QueueMember {
             return settled(result.ending, result.outcome)
         case .replace:
             let result = state.withLock { state in (ending: state.replace(gate: &gate), outcome: state.outcome) }
-            var settled = settled(result.ending, result.outcome)
-            settled.gates = UnitState.gates(of: result.ending?.unrunWork)
-            return settled
+            return settled(result.ending, result.outcome)
         case .join(let primary):
             guard let primary = primary as? AsyncTask, let joining = joining(primary, claimed: true) else {
                 // Not reachable with a primary of another kind: a queue's members are all units.

@@ -16,8 +16,10 @@ public enum UniquenessPolicy: Sendable, Hashable, CaseIterable {
     /// in one step: the outcomes are set before the add returns. A replaced body that is
     /// still running when its cancellation arrives keeps running until it returns, and
     /// the new unit's work starts only after that (the queue may have started the new
-    /// unit — its `started` event, its slot, its timeout — while it waits): two bodies of
-    /// one name never run at the same time.
+    /// unit — its `started` event, its slot, its timeout — while it waits). Units added
+    /// later with the name and any policy but ``ignore`` wait for that body too, even when
+    /// the unit that replaced it ended before it ran: two bodies of one name never run at
+    /// the same time.
     case replace
     /// Single flight: if a live unit has the same name, the new unit is not added and
     /// its work never runs: it *joins* the live unit, and ends with the live unit's

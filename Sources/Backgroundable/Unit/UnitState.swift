@@ -519,17 +519,16 @@ struct UnitState {
         return ending
     }
 
-    /// The gates a replaced unit that never ran was itself waiting on: its replacement
-    /// waits on them too.
-    static func gates(of work: AsyncTask.Work?) -> [ReplacementGate] {
-        if case .afterReplaced(let gates, _)? = work { gates } else { [] }
-    }
-
-    /// A unit that replaced others waits, before its work runs, until their bodies
-    /// returned: under its queue's lock, before the queue can start it.
+    /// A unit that replaced others, or whose name's replaced bodies still run, waits
+    /// before its work runs until they returned: under its queue's lock, before the
+    /// queue can start it. A second call adds gates to those of the first.
     mutating func waitBeforeRunning(for gates: [ReplacementGate]) {
         guard case .enqueued(let work) = phase else { return }
-        phase = .enqueued(.afterReplaced(gates, work))
+        if case .afterReplaced(let earlier, let inner) = work {
+            phase = .enqueued(.afterReplaced(earlier + gates, inner))
+        } else {
+            phase = .enqueued(.afterReplaced(gates, work))
+        }
     }
 
     /// `finish()`: finished while the work runs; before that (even once its queue

@@ -51,6 +51,47 @@ struct EdgeRegressionTests {
         await #expect(throws: AsyncTaskError.replaced) { try await replaced.value }
     }
 
+    /// The replacement of a running body is cancelled before it ran; a later unit of the
+    /// name replaces nothing live, yet still waits for that body (before, it ran beside it).
+    @Test(arguments: [UniquenessPolicy.replace, .drop, .join])
+    func aLaterUnitOfTheNameWaitsForAReplacedBodyWhoseReplacementNeverRan(policy: UniquenessPolicy) async throws {
+        let (queue, _) = makeQueue()
+        let order = Recorder<String>()
+        let (entered, release) = (Signal(), Signal())
+        _ = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+            order.append("replaced in")
+            entered.signal()
+            await release.wait()  // Ignores its cancellation.
+            order.append("replaced out")
+        }
+        await entered.wait()
+        let replacement = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) { order.append("never") }
+        replacement.cancel()
+        let later = queue.addTask(.init(name: "hot", uniquenessPolicy: policy)) {
+            order.append("later in")
+            release.signal()
+        }
+        while !release.isSignalled, !later.task.waitsForReplacedBodies { await Task.yield() }
+        release.signal()
+        try await later.value
+        #expect(order.all == ["replaced in", "replaced out", "later in"])
+    }
+
+    /// A name with the ``UniquenessPolicy/ignore`` policy is a label only: such a unit
+    /// does not wait for replaced bodies of its name.
+    @Test func anIgnoringUnitOfTheNameDoesNotWaitForReplacedBodies() async throws {
+        let (queue, _) = makeQueue()
+        let (entered, release) = (Signal(), Signal())
+        let replaced = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+            entered.signal()
+            await release.wait()
+        }
+        await entered.wait()
+        queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {}.cancel()
+        try await queue.addTask(.init(name: "hot")) { release.signal() }.value
+        _ = await replaced.result
+    }
+
     @Test func aReplaceStormFromManyThreadsNeverRunsTwoBodiesOfOneName() async {
         let seed = UInt64.random(in: 0...UInt64.max)
         print("EdgeRegressionTests replace storm seed \(seed)")
