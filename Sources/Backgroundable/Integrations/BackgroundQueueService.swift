@@ -68,13 +68,14 @@
             for queue in queues { queue.stopAcceptingWork() }
             await QueueShutdown.waitUntilIdle(queues)
             guard queues.contains(where: \.isBusy) else {
-                return onShutdown(ShutdownReport(ending: .drained, request: .serviceGroup, unfinished: []))
+                return onShutdown(ShutdownReport(ending: .drained, request: .serviceGroup, unfinishedUnits: []))
             }
             let unfinished = await QueueShutdown.expire(queues, cancellationPeriod: cancellationPeriod) {
                 for queue in queues { queue.core.expireBackgroundTime() }
             }
             onShutdown(
-                ShutdownReport(ending: .expired(.gracePeriodEnded), request: .serviceGroup, unfinished: unfinished))
+                ShutdownReport(ending: .expired(.gracePeriodEnded), request: .serviceGroup, unfinishedUnits: unfinished)
+            )
         }
     }
 #endif

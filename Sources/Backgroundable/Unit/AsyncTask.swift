@@ -154,6 +154,11 @@ public final class AsyncTask: Sendable {
     /// ``RetryPolicy``). Safe to read from any thread.
     public var attempts: Int { state.withLock { $0.attempts } }
 
+    /// `true` between two attempts of a retried body.
+    var isBetweenAttempts: Bool {
+        state.withLock { if case .retrying = $0.phase { true } else { false } }
+    }
+
     /// The error of the unit's last failed attempt: the error of a
     /// ``Outcome/failed(_:)`` outcome, or, for a retried unit stopped between or during
     /// later attempts, the last error it retried after. `nil` when no attempt failed.

@@ -59,7 +59,7 @@
             await group.triggerGracefulShutdown()
             try await running.value
             #expect(reports.all.map(\.ending) == [.expired(.gracePeriodEnded)])
-            #expect(reports.all.first?.unfinished == ["queue \"jobs\": [\"stuck\"]"])
+            #expect(reports.all.first?.unfinishedUnits == [.init(queue: "jobs", name: "stuck", state: .executing)])
             #expect(saved.all == ["stuck"], "saved within the cancellation period")
             var sawExpiring = false
             for await event in events {
