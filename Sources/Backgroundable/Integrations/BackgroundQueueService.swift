@@ -27,6 +27,10 @@
     ///
     /// It installs no signal handler: with a `ServiceGroup`, do not also install
     /// ``GracefulShutdown`` — one owner of SIGTERM.
+    ///
+    /// List it before the services that add work to its queues: a group shuts its
+    /// services down in reverse order, so a producer stops adding before the queues stop
+    /// accepting work (see <doc:RunningInAServer>).
     public struct BackgroundQueueService: Service {
         /// The queues this service drains.
         public let queues: [BackgroundQueue]

@@ -71,10 +71,12 @@ extension AsyncTask {
         ///   awaiting callers wait for it to return.
         /// - It runs after the outcome is set (``AsyncTask/currentOutcome`` reads it), and
         ///   before anything else the end does: before the unit's queue forgets it (so a
-        ///   queue is never idle while the hook of a unit it held runs, and the unit's name
-        ///   is still taken: a hook that adds a unit of the same name to the same queue
-        ///   should do it from a `Task`), before its `Task` is cancelled, and before the
-        ///   callers awaiting its outcome resume.
+        ///   queue is never idle while the hook of a unit it held runs), before its `Task`
+        ///   is cancelled, and before the callers awaiting its outcome resume. The unit's
+        ///   name is still taken meanwhile: a unit of the same name that the hook adds to
+        ///   the same queue meets it — ``UniquenessPolicy/drop`` drops the newcomer,
+        ///   ``UniquenessPolicy/join`` ends it with this outcome — so re-add work with
+        ///   ``UniquenessPolicy/replace`` or ``UniquenessPolicy/ignore``.
         /// - A unit that is released without ever being added to a queue (or started by a
         ///   front end) never ran: it runs the hook with ``Outcome/cancelled`` as it is
         ///   deinitialised, on the thread that released it.
