@@ -55,20 +55,22 @@ extension AsyncTask {
             get { extras?.onTimeout }
             set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd) }
         }
-        /// Runs exactly once when the unit ends, with its final outcome: whatever the
-        /// outcome, and whether or not its work ever started — a unit cancelled, dropped,
-        /// replaced or timed out before it started runs it too. A server that claimed the
-        /// unit's work from another system puts it back here when the outcome says it never
-        /// completed (see <doc:RunningInAServer>).
+        /// The unit's end hook: runs exactly once when the unit ends, with its final
+        /// outcome, whatever the outcome and whether or not its work ever started — a unit
+        /// cancelled, dropped, replaced or timed out before it started (or added to a queue
+        /// that stopped accepting work) runs it too. Each unit made from these options
+        /// runs it once, with its own outcome. A server that claimed the unit's work from
+        /// another system acknowledges it here, or gives it back when the outcome says it
+        /// did not complete (see <doc:RunningInAServer>).
         ///
         /// Concurrency contract:
-        /// - It runs synchronously on the thread that ends the unit — the caller of
-        ///   ``AsyncTask/cancel()`` or ``AsyncTask/finish()``, the unit's `Task` when its
-        ///   body returns, the queue's timer for a timeout, the add that dropped or
-        ///   replaced it, the `cancelAll()`, expiry or `deinit` of its queue — outside every
-        ///   lock of the library. It is not isolated to an actor: to reach one, or to do
-        ///   async work, start a `Task` from it. It must not block: the unit's queue and its
-        ///   awaiting callers wait for it to return.
+        /// - It is synchronous and cannot throw. It runs on the thread that ends the unit —
+        ///   the caller of ``AsyncTask/cancel()`` or ``AsyncTask/finish()``, the unit's
+        ///   `Task` when its body returns, the queue's timer for a timeout, the add that
+        ///   dropped or replaced it, the `cancelAll()`, expiry or `deinit` of its queue —
+        ///   outside every lock of the library, isolated to no actor: to reach one, or to
+        ///   do async work, start a `Task` from it. It must not block: the unit's queue and
+        ///   its awaiting callers wait for it to return.
         /// - It runs after the outcome is set (``AsyncTask/currentOutcome`` reads it), and
         ///   before anything else the end does: before the unit's queue forgets it (so a
         ///   queue is never idle while the hook of a unit it held runs), before its `Task`
@@ -77,12 +79,12 @@ extension AsyncTask {
         ///   the same queue meets it — ``UniquenessPolicy/drop`` drops the newcomer,
         ///   ``UniquenessPolicy/join`` ends it with this outcome — so re-add work with
         ///   ``UniquenessPolicy/replace`` or ``UniquenessPolicy/ignore``.
-        /// - A unit that is released without ever being added to a queue (or started by a
-        ///   front end) never ran: it runs the hook with ``Outcome/cancelled`` as it is
+        /// - A unit released without ever being added to a queue (or started by a front
+        ///   end) never ran: it runs the hook with ``Outcome/cancelled`` as it is
         ///   deinitialised, on the thread that released it.
         ///
         /// Give it the values it needs, not the unit: a hook that captures its own unit
-        /// keeps it alive.
+        /// keeps it alive. Unused, it costs nothing: no allocation, no atomic operation.
         public var onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? {
             get { extras?.onEnd }
             set {
