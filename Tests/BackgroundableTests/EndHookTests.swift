@@ -79,6 +79,22 @@ struct EndHookTests {
         #expect(ends.all == [.cancelled] && ran.all.isEmpty)
     }
 
+    @Test func aRunWhoseCallerWasCancelledBeforeItsAddRunsIt() async {
+        let (queue, _) = makeQueue()
+        let ends = Ends()
+        let ran = Recorder<Int>()
+        let caller = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await queue.run(ends.options()) {
+                ran.append(1)
+                return 1
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        await queue.waitUntilIdle()
+        #expect(ends.all == [.cancelled] && ran.all.isEmpty)
+    }
+
     @Test func aUnitThatExpiresAsItWouldStartRunsIt() async {
         let (queue, _) = makeQueue()
         let ends = Ends()
