@@ -265,7 +265,7 @@ public final class GracefulShutdown: BackgroundTaskProvider {
         let idle: @Sendable () async -> Void = { await QueueShutdown.waitUntilIdle(queues) }
         let requestArrives: @Sendable () async -> Void = { await self.requested.wait() }
         if await firstToReturn([idle, requestArrives]) == 0, !isShutdownRequested {
-            return ShutdownReport(ending: .idle, request: nil, unfinished: [])
+            return ShutdownReport(ending: .idle, request: nil, unfinishedUnits: [])
         }
         let (request, requestedAt) = state.withLock { $0.request! }
         for queue in queues { queue.stopAcceptingWork() }
@@ -273,11 +273,11 @@ public final class GracefulShutdown: BackgroundTaskProvider {
         let gracePeriodEnds: @Sendable () async -> Void = { try? await Task.sleep(until: deadline, clock: .continuous) }
         let hurry: @Sendable () async -> Void = { await self.hurried.wait() }
         if await firstToReturn([idle, gracePeriodEnds, hurry]) == 0 {
-            return ShutdownReport(ending: .drained, request: request, unfinished: [])
+            return ShutdownReport(ending: .drained, request: request, unfinishedUnits: [])
         }
         guard !Task.isCancelled else {
             return ShutdownReport(
-                ending: .drained, request: request, unfinished: QueueShutdown.unfinishedWork(in: queues))
+                ending: .drained, request: request, unfinishedUnits: QueueShutdown.unfinishedUnits(in: queues))
         }
         return await expire(queues, request: request)
     }
@@ -298,7 +298,7 @@ public final class GracefulShutdown: BackgroundTaskProvider {
         }
         return ShutdownReport(
             ending: .expired(hurriedBy.map(ShutdownReport.Expiration.secondRequest) ?? .gracePeriodEnded),
-            request: request, unfinished: unfinished)
+            request: request, unfinishedUnits: unfinished)
     }
 
     // MARK: BackgroundTaskProvider
@@ -324,62 +324,6 @@ public final class GracefulShutdown: BackgroundTaskProvider {
 
     /// Assertions held now.
     public var activeCount: Int { state.withLock { $0.active.count } }
-}
-
-/// How a ``GracefulShutdown/drain(_:)-(BackgroundQueue...)`` ended, for the program to
-/// report and to choose its exit status.
-public struct ShutdownReport: Sendable, CustomStringConvertible {
-    /// Why the expiration came.
-    public enum Expiration: Sendable, Hashable {
-        /// The grace period ran out with work still running.
-        case gracePeriodEnded
-        /// A second request came before the grace period ran out.
-        case secondRequest(GracefulShutdown.Request)
-    }
-
-    /// How the drain ended.
-    public enum Ending: Sendable, Hashable {
-        /// No shutdown was requested; the queues went idle.
-        case idle
-        /// Shutdown was requested; the queues finished their work within the grace period.
-        case drained
-        /// Shutdown was requested and the work still running expired (see ``Expiration``).
-        case expired(Expiration)
-    }
-
-    /// How the drain ended.
-    public let ending: Ending
-    /// What asked for the shutdown; `nil` for ``Ending/idle``.
-    public let request: GracefulShutdown.Request?
-    /// The units that had not finished when the work expired, by queue
-    /// (`queue "name": ["unit", <unnamed>]`); empty unless ``Ending/expired(_:)``.
-    public let unfinished: [String]
-
-    /// `true` unless work expired.
-    public var isComplete: Bool {
-        if case .expired = ending { false } else { true }
-    }
-
-    /// A suggested exit status: 0 when the work completed, 75 (`EX_TEMPFAIL`, "try again
-    /// later") when it expired.
-    public var exitStatus: Int32 { isComplete ? 0 : 75 }
-
-    public var description: String {
-        switch ending {
-        case .idle:
-            "Backgroundable: the queues are idle"
-        case .drained:
-            "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): the queues drained"
-        case .expired(let expiration):
-            "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): "
-                + {
-                    switch expiration {
-                    case .gracePeriodEnded: "the grace period ran out"
-                    case .secondRequest(let second): "a second request (\(second)) cut the grace period short"
-                    }
-                }() + "; unfinished: " + (unfinished.isEmpty ? "none" : unfinished.joined(separator: ", "))
-        }
-    }
 }
 
 @available(

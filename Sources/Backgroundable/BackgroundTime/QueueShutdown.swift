@@ -1,5 +1,5 @@
 /// The steps of a shutdown that every front end takes alike (``GracefulShutdown``, the
-/// `ServiceLifecycle` trait's service): waiting for queues to be idle, naming what is
+/// `ServiceLifecycle` trait's service): waiting for queues to be idle, listing what is
 /// unfinished, and expiring the work that is still running.
 enum QueueShutdown {
     /// Returns when every queue is idle at once (or the calling task is cancelled).
@@ -9,13 +9,27 @@ enum QueueShutdown {
         } while !Task.isCancelled && queues.contains(where: \.isBusy)
     }
 
-    /// `queue "name": ["unit", <unnamed>]` for each queue with live units.
-    static func unfinishedWork(in queues: [BackgroundQueue]) -> [String] {
-        queues.compactMap { queue in
-            let units = queue.core.read { $0.liveMembers() }
-            guard !units.isEmpty else { return nil }
-            let names = units.map { $0.name.map { "\"\($0)\"" } ?? "<unnamed>" }
-            return "queue \"\(queue.name)\": [\(names.joined(separator: ", "))]"
+    /// The live units of `queues`, queue by queue, each with its state.
+    static func unfinishedUnits(in queues: [BackgroundQueue]) -> [ShutdownReport.UnfinishedUnit] {
+        queues.flatMap { queue in
+            // The places are read under the queue's lock, the units' phases after it.
+            queue.core.read { $0.liveMembersAndPlaces() }.map { unit, place in
+                ShutdownReport.UnfinishedUnit(queue: queue.name, name: unit.name, state: state(of: unit, at: place))
+            }
+        }
+    }
+
+    /// An executing unit is executing whatever its phase (a retrying one its queue started
+    /// again is about to run); a unit its queue holds as waiting is retrying when it is
+    /// between two attempts, else delayed or waiting as its place says.
+    private static func state(
+        of unit: AsyncTask, at place: QueueCore.Machine.Place
+    ) -> ShutdownReport.UnfinishedUnit.State {
+        switch place {
+        case .executing, .external: return .executing
+        case .ready, .blocked, .delayed, .blockedDelayed:
+            if unit.isBetweenAttempts { return .retrying }
+            return place.isDelayed ? .delayed : .waiting
         }
     }
 
@@ -27,11 +41,11 @@ enum QueueShutdown {
     /// take place even when the calling task is already cancelled (a service lifecycle
     /// cancels its services).
     ///
-    /// - Returns: The unfinished work, as ``unfinishedWork(in:)`` names it.
+    /// - Returns: The unfinished units (``unfinishedUnits(in:)``), before the expiration.
     static func expire(
         _ queues: [BackgroundQueue], cancellationPeriod: Duration, expire: () -> Void
-    ) async -> [String] {
-        let unfinished = unfinishedWork(in: queues)
+    ) async -> [ShutdownReport.UnfinishedUnit] {
+        let unfinished = unfinishedUnits(in: queues)
         let cancellationPeriod = cancellationPeriod.clampedToWait
         let bodies = queues.flatMap { queue in queue.core.read { $0.liveMembers() }.compactMap(\.runningTask) }
         expire()

@@ -27,6 +27,10 @@
     ///
     /// It installs no signal handler: with a `ServiceGroup`, do not also install
     /// ``GracefulShutdown`` — one owner of SIGTERM.
+    ///
+    /// List it before the services that add work to its queues: a group shuts its
+    /// services down in reverse order, so a producer stops adding before the queues stop
+    /// accepting work (see <doc:RunningInAServer>).
     public struct BackgroundQueueService: Service {
         /// The queues this service drains.
         public let queues: [BackgroundQueue]
@@ -68,13 +72,14 @@
             for queue in queues { queue.stopAcceptingWork() }
             await QueueShutdown.waitUntilIdle(queues)
             guard queues.contains(where: \.isBusy) else {
-                return onShutdown(ShutdownReport(ending: .drained, request: .serviceGroup, unfinished: []))
+                return onShutdown(ShutdownReport(ending: .drained, request: .serviceGroup, unfinishedUnits: []))
             }
             let unfinished = await QueueShutdown.expire(queues, cancellationPeriod: cancellationPeriod) {
                 for queue in queues { queue.core.expireBackgroundTime() }
             }
             onShutdown(
-                ShutdownReport(ending: .expired(.gracePeriodEnded), request: .serviceGroup, unfinished: unfinished))
+                ShutdownReport(ending: .expired(.gracePeriodEnded), request: .serviceGroup, unfinishedUnits: unfinished)
+            )
         }
     }
 #endif

@@ -1261,7 +1261,14 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// The live members (ending ones excluded), in admission order.
     func liveMembers() -> [Member] {
-        records.filter { $0.member != nil && !$0.isEnding }.sorted { $0.ticket < $1.ticket }.map { $0.member! }
+        liveMembersAndPlaces().map(\.member)
+    }
+
+    /// ``liveMembers()`` with where each one is: ready, blocked, delayed, executing.
+    func liveMembersAndPlaces() -> [(member: Member, place: Place)] {
+        records.filter { $0.member != nil && !$0.isEnding }.sorted { $0.ticket < $1.ticket }.map {
+            ($0.member!, $0.place)
+        }
     }
 
     /// The internal counts that differ from what the records say (they steer starts and

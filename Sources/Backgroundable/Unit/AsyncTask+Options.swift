@@ -1,7 +1,7 @@
 extension AsyncTask {
     /// The settings of a unit, as one value to keep and reuse: its name, timeout,
-    /// priority, uniqueness policy, start time, lane, retry policy and `onTimeout`
-    /// callback.
+    /// priority, uniqueness policy, start time, lane, retry policy, `onTimeout` callback
+    /// and end hook (``onEnd``).
     ///
     /// Every entry point that creates a unit takes one —
     /// ``BackgroundQueue/add(_:_:)``, ``BackgroundQueue/addTask(_:_:)``,
@@ -26,7 +26,7 @@ extension AsyncTask {
         /// for as soon as its queue can.
         public var notBefore: StartTime? {
             get { extras?.notBefore }
-            set { extras = .make(onTimeout: onTimeout, notBefore: newValue, lane: lane, retry: retry) }
+            set { extras = .make(onTimeout: onTimeout, notBefore: newValue, lane: lane, retry: retry, onEnd: onEnd) }
         }
         /// The unit's lane: the units of one lane run one at a time, in the order they
         /// were added, while units of different lanes (and units of none) run in
@@ -35,21 +35,61 @@ extension AsyncTask {
         /// which are a lane of their own.
         public var lane: String? {
             get { extras?.lane }
-            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: newValue, retry: retry) }
+            set {
+                extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: newValue, retry: retry, onEnd: onEnd)
+            }
         }
         /// What happens when the unit's async body throws (see ``RetryPolicy``); `nil`
         /// for its queue's default (none unless the queue sets one). A callback-style
         /// unit has no error to retry on: it ignores this.
         public var retry: RetryPolicy? {
             get { extras?.retry }
-            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: newValue) }
+            set {
+                extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: newValue, onEnd: onEnd)
+            }
         }
         /// Runs exactly once, after the outcome became ``Outcome/timedOut``, in a task of
         /// its own: off every actor, or on the one it is isolated to
         /// (`{ @MainActor task in … }`).
         public var onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? {
             get { extras?.onTimeout }
-            set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: lane, retry: retry) }
+            set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd) }
+        }
+        /// The unit's end hook: runs exactly once when the unit ends, with its final
+        /// outcome, whatever the outcome and whether or not its work ever started — a unit
+        /// cancelled, dropped, replaced or timed out before it started (or added to a queue
+        /// that stopped accepting work) runs it too. Each unit made from these options
+        /// runs it once, with its own outcome. A server that claimed the unit's work from
+        /// another system acknowledges it here, or gives it back when the outcome says it
+        /// did not complete (see <doc:RunningInAServer>).
+        ///
+        /// Concurrency contract:
+        /// - It is synchronous and cannot throw. It runs on the thread that ends the unit —
+        ///   the caller of ``AsyncTask/cancel()`` or ``AsyncTask/finish()``, the unit's
+        ///   `Task` when its body returns, the queue's timer for a timeout, the add that
+        ///   dropped or replaced it, the `cancelAll()`, expiry or `deinit` of its queue —
+        ///   outside every lock of the library, isolated to no actor: to reach one, or to
+        ///   do async work, start a `Task` from it. It must not block: the unit's queue and
+        ///   its awaiting callers wait for it to return.
+        /// - It runs after the outcome is set (``AsyncTask/currentOutcome`` reads it), and
+        ///   before anything else the end does: before the unit's queue forgets it (so a
+        ///   queue is never idle while the hook of a unit it held runs), before its `Task`
+        ///   is cancelled, and before the callers awaiting its outcome resume. The unit's
+        ///   name is still taken meanwhile: a unit of the same name that the hook adds to
+        ///   the same queue meets it — ``UniquenessPolicy/drop`` drops the newcomer,
+        ///   ``UniquenessPolicy/join`` ends it with this outcome — so re-add work with
+        ///   ``UniquenessPolicy/replace`` or ``UniquenessPolicy/ignore``.
+        /// - A unit released without ever being added to a queue (or started by a front
+        ///   end) never ran: it runs the hook with ``Outcome/cancelled`` as it is
+        ///   deinitialised, on the thread that released it.
+        ///
+        /// Give it the values it needs, not the unit: a hook that captures its own unit
+        /// keeps it alive. Unused, it costs nothing: no allocation, no atomic operation.
+        public var onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? {
+            get { extras?.onEnd }
+            set {
+                extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry, onEnd: newValue)
+            }
         }
         /// The settings few units have, in the one immutable box every unit made from
         /// these options shares: reusing an `Options` value allocates nothing per unit
@@ -68,12 +108,13 @@ extension AsyncTask {
             notBefore: StartTime? = nil,
             lane: String? = nil,
             retry: RetryPolicy? = nil,
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+            onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? = nil
         ) {
             self.name = name
             self.priority = priority
             self.uniquenessPolicy = uniquenessPolicy
-            self.extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
+            self.extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd)
         }
 
         /// Options with a timeout of their own: counted from the start of execution,
@@ -86,11 +127,12 @@ extension AsyncTask {
             notBefore: StartTime? = nil,
             lane: String? = nil,
             retry: RetryPolicy? = nil,
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+            onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? = nil
         ) {
             self.init(
                 name: name, priority: priority, uniquenessPolicy: uniquenessPolicy, notBefore: notBefore, lane: lane,
-                retry: retry, onTimeout: onTimeout)
+                retry: retry, onTimeout: onTimeout, onEnd: onEnd)
             self.chosenTimeout = .some(timeout)
         }
 

@@ -35,6 +35,9 @@ import Synchronization
 ///   wrapping `Task` is cancelled, and then `onTimeout` runs exactly once, in a task of
 ///   its own (off every actor, or on the one it is isolated to). A timeout of zero or
 ///   less expires as soon as the unit would start: the work never runs.
+/// - ``Options/onEnd``, when set, runs exactly once per unit, whatever ended it and
+///   whether or not its work started, before anything else its end does (its queue
+///   forgetting it, its awaiting callers resuming).
 /// - Where the work runs: like the operation of a `Task.detached`, off the caller's
 ///   actor, unless the closure is isolated to an actor (`{ @MainActor task in … }`),
 ///   where it then runs. Awaiting a cancelled unit's value throws `CancellationError`.
@@ -92,8 +95,8 @@ public final class AsyncTask: Sendable {
     let timeoutNanoseconds: Int64
     var hasTimeout: Bool { timeoutNanoseconds != .min }
 
-    /// The settings few units have (`onTimeout`, a start time, a lane, a retry policy),
-    /// boxed: inline they would take more than 60 bytes in every unit, and
+    /// The settings few units have (`onTimeout`, a start time, a lane, a retry policy,
+    /// an end hook), boxed: inline they would take more than 60 bytes in every unit, and
     /// `memory.BackgroundQueue.pendingUnit` has 8 to spare.
     let extras: Extras?
     let state: Lock<UnitState>
@@ -104,14 +107,18 @@ public final class AsyncTask: Sendable {
         let notBefore: StartTime?
         let lane: String?
         let retry: RetryPolicy?
+        /// See ``Options/onEnd``.
+        let onEnd: (@Sendable (Outcome) -> Void)?
 
         /// `nil` when none is set.
         static func make(
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
-            retry: RetryPolicy?
+            retry: RetryPolicy?, onEnd: (@Sendable (Outcome) -> Void)?
         ) -> Extras? {
-            guard onTimeout != nil || notBefore != nil || lane != nil || retry != nil else { return nil }
-            return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
+            guard onTimeout != nil || notBefore != nil || lane != nil || retry != nil || onEnd != nil else {
+                return nil
+            }
+            return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd)
         }
 
         /// Only an `onTimeout` (the labelled entry points): builds no other setting, on
@@ -119,17 +126,18 @@ public final class AsyncTask: Sendable {
         /// runtime calls: ≈ 500 instructions per add on `enqueue.BackgroundQueue.sync`).
         static func make(onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?) -> Extras? {
             guard let onTimeout else { return nil }
-            return Extras(onTimeout: onTimeout, notBefore: nil, lane: nil, retry: nil)
+            return Extras(onTimeout: onTimeout, notBefore: nil, lane: nil, retry: nil, onEnd: nil)
         }
 
         private init(
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
-            retry: RetryPolicy?
+            retry: RetryPolicy?, onEnd: (@Sendable (Outcome) -> Void)?
         ) {
             self.onTimeout = onTimeout
             self.notBefore = notBefore
             self.lane = lane
             self.retry = retry
+            self.onEnd = onEnd
         }
     }
 
@@ -145,6 +153,11 @@ public final class AsyncTask: Sendable {
     /// never ran), 1 for a unit that ran once, more for a retried one (see
     /// ``RetryPolicy``). Safe to read from any thread.
     public var attempts: Int { state.withLock { $0.attempts } }
+
+    /// `true` between two attempts of a retried body.
+    var isBetweenAttempts: Bool {
+        state.withLock { if case .retrying = $0.phase { true } else { false } }
+    }
 
     /// The error of the unit's last failed attempt: the error of a
     /// ``Outcome/failed(_:)`` outcome, or, for a retried unit stopped between or during
@@ -206,6 +219,13 @@ public final class AsyncTask: Sendable {
         self.uniquenessPolicy = uniquenessPolicy
         self.extras = extras
         self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
+    }
+
+    /// A unit released before it ended was never added to a queue (nor started by a front
+    /// end): its end hook runs now, with the outcome of work that never ran (see
+    /// ``Options/onEnd``). Nothing else can end it any more.
+    deinit {
+        if let onEnd = extras?.onEnd, !state.withLock({ $0.hasEnded }) { onEnd(.cancelled) }
     }
 
     /// A unit with `options`; its timeout is its style's default unless they set one.
@@ -503,7 +523,8 @@ public final class AsyncTask: Sendable {
     }
 
     /// Calls `callback` exactly once with the outcome: now if the unit has ended,
-    /// otherwise on the thread that ends it. For bridges that cannot await.
+    /// otherwise on the thread that ends it. For bridges that cannot await. A waiter:
+    /// unlike the end hook (``Options/onEnd``), it runs after the queue forgot the unit.
     func onEnd(_ callback: @escaping @Sendable (Outcome) -> Void) {
         if let outcome = state.withLock({ $0.wait(.callback(callback)) }) {
             callback(outcome)
@@ -834,12 +855,15 @@ extension AsyncTask: CustomStringConvertible {
 }
 
 extension UnitState.Ending {
-    /// Performs the ending's side effects, outside every lock: the queue's metrics count
-    /// the outcome, then the owning queue forgets the unit (so waiters see its slot free,
-    /// and whoever waits for the queue to be idle sees every outcome counted), then the
-    /// `Task` is cancelled, the parked body and the waiters are resumed, and `onTimeout`
-    /// runs.
+    /// Performs the ending's side effects, outside every lock: the unit's end hook runs
+    /// (see ``AsyncTask/Options/onEnd``), the queue's metrics count the outcome, then the
+    /// owning queue forgets the unit (so waiters see its slot free, and whoever waits for
+    /// the queue to be idle sees every outcome counted and every end hook returned), then
+    /// the `Task` is cancelled, the parked body and the waiters are resumed, and
+    /// `onTimeout` runs.
     func perform(for unit: AsyncTask) {
+        let extras = unit.extras
+        extras?.onEnd?(outcome)
         if let queue {
             queue.measurer?.unitEnded(unit, outcome)
             if handle != .unadmitted {
@@ -869,7 +893,7 @@ extension UnitState.Ending {
             // The last awaiting caller of the shared work cancelled this one.
             joined.primary?.cancel()
         }
-        if case .timedOut = outcome, let onTimeout = unit.extras?.onTimeout {
+        if case .timedOut = outcome, let onTimeout = extras?.onTimeout {
             // At the priority of the queue's timer: a pool busy with other units must not
             // hold back the one callback that reports a timeout.
             Task.detached(priority: .high) { await onTimeout(unit) }

@@ -2,6 +2,7 @@
     import Foundation
     import Logging
     import ServiceLifecycle
+    import Synchronization
     import Testing
 
     @testable import Backgroundable
@@ -59,7 +60,7 @@
             await group.triggerGracefulShutdown()
             try await running.value
             #expect(reports.all.map(\.ending) == [.expired(.gracePeriodEnded)])
-            #expect(reports.all.first?.unfinished == ["queue \"jobs\": [\"stuck\"]"])
+            #expect(reports.all.first?.unfinishedUnits == [.init(queue: "jobs", name: "stuck", state: .executing)])
             #expect(saved.all == ["stuck"], "saved within the cancellation period")
             var sawExpiring = false
             for await event in events {
@@ -67,6 +68,167 @@
                 if case .idle = event { break }
             }
             #expect(sawExpiring)
+        }
+
+        // MARK: A producer feeding a queue (the pattern of RunningInAServer.md)
+
+        /// Another system's jobs, leased out one claim at a time: `claim()` waits for a job
+        /// and throws `CancellationError` when cancelled first.
+        private final class JobSource: Sendable {
+            private struct State {
+                var pending: [Int] = []
+                var waiter: (id: Int, continuation: CheckedContinuation<Int, any Error>)?
+                var nextWaiter = 0
+            }
+
+            private let state = Lock(State())
+            let claimed = Recorder<Int>()
+            let acknowledged = Recorder<Int>()
+            let released = Recorder<Int>()
+
+            func push(_ job: Int) {
+                let waiter = state.withLock { state in
+                    guard let waiter = state.waiter else {
+                        state.pending.append(job)
+                        return nil as CheckedContinuation<Int, any Error>?
+                    }
+                    state.waiter = nil
+                    return waiter.continuation
+                }
+                if let waiter {
+                    claimed.append(job)
+                    waiter.resume(returning: job)
+                }
+            }
+
+            func claim() async throws -> Int {
+                let id = state.withLock { state in
+                    state.nextWaiter += 1
+                    return state.nextWaiter
+                }
+                return try await withTaskCancellationHandler {
+                    try await withCheckedThrowingContinuation { continuation in
+                        // A pending job is claimed even by a cancelled claim (its caller keeps it).
+                        let job = state.withLock { state -> Int?? in
+                            if !state.pending.isEmpty { return state.pending.removeFirst() }
+                            if Task.isCancelled { return .some(nil) }
+                            state.waiter = (id, continuation)
+                            return nil
+                        }
+                        switch job {
+                        case nil: break  // Waits for a push or its cancellation.
+                        case nil?: continuation.resume(throwing: CancellationError())
+                        case let job??:
+                            claimed.append(job)
+                            continuation.resume(returning: job)
+                        }
+                    }
+                } onCancel: {
+                    let waiter = state.withLock { state in
+                        guard state.waiter?.id == id else { return nil as CheckedContinuation<Int, any Error>? }
+                        defer { state.waiter = nil }
+                        return state.waiter?.continuation
+                    }
+                    waiter?.resume(throwing: CancellationError())
+                }
+            }
+
+            /// Whether the producer is waiting in `claim()`.
+            var isWaiting: Bool { state.withLock { $0.waiter != nil } }
+        }
+
+        /// The article's producer: claims jobs until the group's graceful shutdown and adds
+        /// a unit for each; the unit's end hook acknowledges a completed job and gives any
+        /// other back.
+        private struct JobProducer: Service {
+            let source: JobSource
+            let jobs: BackgroundQueue
+            let perform: @Sendable (Int) async throws -> Void
+
+            func run() async throws {
+                while !Task.isShuttingDownGracefully {
+                    let job: Int
+                    do {
+                        job = try await cancelWhenGracefulShutdown { try await source.claim() }
+                    } catch is CancellationError {
+                        return
+                    }
+                    let options = AsyncTask.Options(
+                        name: "job-\(job)",
+                        onEnd: { [source] outcome in
+                            if outcome.kind == .finished {
+                                source.acknowledged.append(job)
+                            } else {
+                                source.released.append(job)
+                            }
+                        })
+                    jobs.addTask(options) { [perform] in try await perform(job) }
+                }
+            }
+        }
+
+        private func producerGroup(
+            _ queue: BackgroundQueue, _ producer: JobProducer, reports: Recorder<ShutdownReport>, grace: Duration? = nil
+        ) -> ServiceGroup {
+            var configuration = ServiceGroupConfiguration(
+                services: [
+                    .init(service: BackgroundQueueService(queue) { reports.append($0) }),
+                    .init(service: producer, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                logger: Logger(label: "backgroundable-tests"))
+            configuration.maximumGracefulShutdownDuration = grace
+            return ServiceGroup(configuration: configuration)
+        }
+
+        @Test func atGracefulShutdownTheProducerStopsClaimingAndTheQueueDrainsWhatItAdded() async throws {
+            let queue = BackgroundQueue(
+                name: "jobs", maxConcurrentTasks: 1, backgroundTaskProvider: NoopBackgroundTaskProvider())
+            let source = JobSource()
+            let release = Signal()
+            let producer = JobProducer(source: source, jobs: queue) { job in
+                if job == 1 { await release.wait() }
+            }
+            let reports = Recorder<ShutdownReport>()
+            let group = producerGroup(queue, producer, reports: reports)
+            for job in 1...3 { source.push(job) }
+            let running = Task { try await group.run() }
+            await waitUntil { source.claimed.count == 3 && source.isWaiting }
+            await group.triggerGracefulShutdown()
+            await waitUntil { !queue.isAcceptingWork }
+            source.push(4)
+            release.signal()
+            try await running.value
+            #expect(source.claimed.all == [1, 2, 3], "nothing claimed once the producer stopped")
+            #expect(source.acknowledged.all == [1, 2, 3] && source.released.all.isEmpty)
+            #expect(reports.all.map(\.ending) == [.drained])
+        }
+
+        @Test func whenTheGroupCancelsClaimedWorkThatDidNotCompleteGoesBack() async throws {
+            let queue = BackgroundQueue(
+                name: "jobs", maxConcurrentTasks: 1, backgroundTaskProvider: NoopBackgroundTaskProvider())
+            let source = JobSource()
+            let started = Signal()
+            let producer = JobProducer(source: source, jobs: queue) { job in
+                started.signal()
+                await suspendUntilCancelled()
+            }
+            let reports = Recorder<ShutdownReport>()
+            let group = producerGroup(queue, producer, reports: reports, grace: .zero)
+            for job in 1...3 { source.push(job) }
+            let running = Task { try await group.run() }
+            await started.wait()
+            await waitUntil { source.claimed.count == 3 && source.isWaiting }
+            await group.triggerGracefulShutdown()
+            try await running.value
+            // Every hook ran before the service returned: the claims are back, the one that
+            // ran and the two that never started.
+            #expect(source.released.all.sorted() == [1, 2, 3] && source.acknowledged.all.isEmpty)
+            #expect(
+                reports.all.first?.unfinishedUnits == [
+                    .init(queue: "jobs", name: "job-1", state: .executing),
+                    .init(queue: "jobs", name: "job-2", state: .waiting),
+                    .init(queue: "jobs", name: "job-3", state: .waiting),
+                ])
         }
 
         // MARK: A real child process

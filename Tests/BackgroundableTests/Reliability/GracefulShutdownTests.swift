@@ -69,7 +69,7 @@ struct GracefulShutdownTests {
         let report = await shutdown.drain(queue)
         #expect(report.ending == .expired(.gracePeriodEnded), "\(report)")
         #expect(report.exitStatus == 75)
-        #expect(report.unfinished == ["queue \"exports\": [\"export\"]"])
+        #expect(report.unfinishedUnits == [.init(queue: "exports", name: "export", state: .executing)])
         #expect(report.description.contains("grace period ran out"))
         #expect(saved.all == ["export"], "the cancelled body returned within the cancellation period")
         #expect(unit.task.currentOutcome?.kind == .cancelled)
@@ -138,6 +138,59 @@ struct GracefulShutdownTests {
         #expect(shutdown.activeCount == 0)
     }
 
+    /// Two queues with a unit in each state, listed before the expiration cancels them.
+    private func expireUnitsInEveryState() async -> ShutdownReport {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
+        let jobs = BackgroundQueue(name: "jobs", maxConcurrentTasks: 1, backgroundTaskProvider: shutdown)
+        let mail = BackgroundQueue(name: "mail", backgroundTaskProvider: shutdown)
+        let flaky = jobs.addTask(.init(name: "flaky", retry: .fixed(maxAttempts: 2, delay: .seconds(3600)))) {
+            () async throws -> Int in throw TestError(code: 1)
+        }
+        await waitUntil { flaky.task.attempts == 1 && !flaky.task.isExecuting }
+        let started = Recorder<String>()
+        for (queue, name) in [(jobs, "running"), (mail, "send")] {
+            _ = queue.addTask(name: name) {
+                started.append(name)
+                await suspendUntilCancelled()
+            }
+        }
+        _ = jobs.addTask(name: "next") { 1 }
+        _ = jobs.addTask { 2 }
+        _ = jobs.addTask(.init(name: "later", notBefore: .after(.seconds(3600)))) { 3 }
+        await waitUntil { started.count == 2 }
+        shutdown.requestShutdown()
+        return await shutdown.drain(jobs, mail)
+    }
+
+    @Test func theReportListsEachUnfinishedUnitWithItsQueueAndState() async {
+        let report = await expireUnitsInEveryState()
+        #expect(
+            report.unfinishedUnits == [
+                .init(queue: "jobs", name: "flaky", state: .retrying),
+                .init(queue: "jobs", name: "running", state: .executing),
+                .init(queue: "jobs", name: "next", state: .waiting),
+                .init(queue: "jobs", name: nil, state: .waiting),
+                .init(queue: "jobs", name: "later", state: .delayed),
+                .init(queue: "mail", name: "send", state: .executing),
+            ])
+        #expect(
+            report.description
+                == "Backgroundable: requestShutdown(): the grace period ran out; unfinished: queue \"jobs\": [\"flaky\" (retrying), "
+                + "\"running\" (executing), \"next\" (waiting), <unnamed> (waiting), \"later\" (delayed)], "
+                + "queue \"mail\": [\"send\" (executing)]")
+        #expect(report.unfinishedUnits.last?.description == "queue \"mail\": \"send\" (executing)")
+    }
+
+    @available(*, deprecated, message: "exercises the deprecated text list")
+    @Test func theDeprecatedTextListStillNamesTheUnitsByQueue() async {
+        let report = await expireUnitsInEveryState()
+        #expect(
+            report.unfinished == [
+                "queue \"jobs\": [\"flaky\", \"running\", \"next\", <unnamed>, \"later\"]",
+                "queue \"mail\": [\"send\"]",
+            ])
+    }
+
     @Test func aQueueWithAnotherProviderIsExpiredToo() async {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
         let (queue, provider) = makeQueue()
@@ -149,7 +202,7 @@ struct GracefulShutdownTests {
         await started.wait()
         shutdown.requestShutdown()
         let report = await shutdown.drain(queue)
-        #expect(report.unfinished == ["queue \"test\": [\"elsewhere\"]"])
+        #expect(report.unfinishedUnits == [.init(queue: "test", name: "elsewhere", state: .executing)])
         #expect(unit.task.currentOutcome?.kind == .cancelled)
         #expect(provider.activeIdentifiers.isEmpty)
     }

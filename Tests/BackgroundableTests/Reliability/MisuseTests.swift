@@ -113,6 +113,21 @@ struct MisuseTests {
     /// made here. What the package defines is the unit underneath: while an
     /// `AsyncOperation` is in one queue, handing its unit to another queue is a no-op, so
     /// the closure runs once and both sides see the one outcome.
+    @Test(arguments: [UniquenessPolicy.drop, .join, .replace, .ignore])
+    func anEndHookAddingAUnitOfItsNameMeetsTheEndingUnit(_ policy: UniquenessPolicy) async {
+        let (queue, _) = makeQueue()
+        let readded = Recorder<AsyncTask>()
+        let options = AsyncTask.Options(
+            name: "sync",
+            onEnd: { _ in readded.append(queue.add(name: "sync", uniquenessPolicy: policy) { $0.finish() }) })
+        let first = queue.add(options) { $0.finish() }
+        #expect(await first.outcome.kind == .finished)
+        let newcomer = readded.all[0]
+        #expect(await newcomer.outcome.kind == (policy == .drop ? .dropped : .finished), "\(policy)")
+        await queue.waitUntilIdle()
+        #expect(readded.count == 1)
+    }
+
     @Test func asyncOperationInTwoQueuesRunsOnce() async {
         let (operationQueue, _) = makeOperationQueue()
         let (queue, _) = makeQueue()

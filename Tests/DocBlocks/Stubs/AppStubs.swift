@@ -85,6 +85,19 @@ nonisolated let httpServer = HTTPServer()
 nonisolated let prometheusFactory: any MetricsFactory = NOOPMetricsHandler.instance
 nonisolated let otelTracer = NoOpTracer()
 
+// MARK: Jobs claimed from another system (RunningInAServer.md)
+
+nonisolated struct Job: Sendable {
+    let id: String
+    func perform() async throws {}
+}
+nonisolated final class JobSource: Sendable {
+    func claim() async throws -> Job { Job(id: "job-1") }
+    func acknowledge(_ job: Job) {}
+    func release(_ job: Job) {}
+}
+nonisolated let jobSource = JobSource()
+
 // MARK: Accounts and documents
 
 nonisolated struct Account: Sendable {

@@ -1,0 +1,128 @@
+/// How a ``GracefulShutdown/drain(_:)-(BackgroundQueue...)`` ended, for the program to
+/// report and to choose its exit status.
+public struct ShutdownReport: Sendable, CustomStringConvertible {
+    /// Why the expiration came.
+    public enum Expiration: Sendable, Hashable {
+        /// The grace period ran out with work still running.
+        case gracePeriodEnded
+        /// A second request came before the grace period ran out.
+        case secondRequest(GracefulShutdown.Request)
+    }
+
+    /// How the drain ended.
+    public enum Ending: Sendable, Hashable {
+        /// No shutdown was requested; the queues went idle.
+        case idle
+        /// Shutdown was requested; the queues finished their work within the grace period.
+        case drained
+        /// Shutdown was requested and the work still running expired (see ``Expiration``).
+        case expired(Expiration)
+    }
+
+    /// How the drain ended.
+    public let ending: Ending
+    /// What asked for the shutdown; `nil` for ``Ending/idle``.
+    public let request: GracefulShutdown.Request?
+    /// The units that had not finished when the work expired, queue by queue, each in
+    /// the order it was added: what was left to do, for the program to log, count or
+    /// hand back. Empty when the queues drained, unless the task awaiting the drain was
+    /// cancelled first: then it lists the units still live.
+    public let unfinishedUnits: [UnfinishedUnit]
+
+    /// The unfinished units as text, one entry per queue: `queue "name": ["unit", <unnamed>]`.
+    @available(
+        *, deprecated,
+        message: "use unfinishedUnits: each unit's queue, name and state as values (its description formats them)"
+    )
+    public var unfinished: [String] {
+        unfinishedByQueue.map { queue, units in
+            "queue \"\(queue)\": [\(units.map(\.quotedName).joined(separator: ", "))]"
+        }
+    }
+
+    /// `true` unless work expired.
+    public var isComplete: Bool {
+        if case .expired = ending { false } else { true }
+    }
+
+    /// A suggested exit status: 0 when the work completed, 75 (`EX_TEMPFAIL`, "try again
+    /// later") when it expired.
+    public var exitStatus: Int32 { isComplete ? 0 : 75 }
+
+    /// One line for a log: how the drain ended, and when work expired, the unfinished
+    /// units by queue with their states (`queue "jobs": ["import" (executing), <unnamed> (waiting)]`).
+    public var description: String {
+        switch ending {
+        case .idle:
+            return "Backgroundable: the queues are idle"
+        case .drained:
+            return "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): the queues drained"
+        case .expired(let expiration):
+            let cause =
+                switch expiration {
+                case .gracePeriodEnded: "the grace period ran out"
+                case .secondRequest(let second): "a second request (\(second)) cut the grace period short"
+                }
+            let unfinished = unfinishedByQueue.map { queue, units in
+                "queue \"\(queue)\": [\(units.map { "\($0.quotedName) (\($0.state))" }.joined(separator: ", "))]"
+            }
+            return "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): \(cause); unfinished: "
+                + (unfinished.isEmpty ? "none" : unfinished.joined(separator: ", "))
+        }
+    }
+
+    /// ``unfinishedUnits`` grouped by queue, in order (the units of one queue are adjacent).
+    private var unfinishedByQueue: [(queue: String, units: ArraySlice<UnfinishedUnit>)] {
+        var groups: [(queue: String, units: ArraySlice<UnfinishedUnit>)] = []
+        var start = unfinishedUnits.startIndex
+        while start < unfinishedUnits.endIndex {
+            let queue = unfinishedUnits[start].queue
+            let end = unfinishedUnits[start...].firstIndex { $0.queue != queue } ?? unfinishedUnits.endIndex
+            groups.append((queue, unfinishedUnits[start..<end]))
+            start = end
+        }
+        return groups
+    }
+}
+
+extension ShutdownReport {
+    /// A unit that had not finished: its queue, its name and what it was doing.
+    public struct UnfinishedUnit: Sendable, Hashable, CustomStringConvertible {
+        /// The name of its queue (``BackgroundQueue/name``).
+        public let queue: String
+        /// The unit's name (``AsyncTask/name``); `nil` for an unnamed unit.
+        public let name: String?
+        /// What it was doing when the work expired.
+        public let state: State
+
+        /// `queue "jobs": "import" (executing)`.
+        public var description: String { "queue \"\(queue)\": \(quotedName) (\(state))" }
+
+        fileprivate var quotedName: String { name.map { "\"\($0)\"" } ?? "<unnamed>" }
+    }
+}
+
+extension ShutdownReport.UnfinishedUnit {
+    /// What an unfinished unit was doing. A struct with static members rather than an
+    /// enum, so that new states can be added without breaking a `switch` over them:
+    /// compare with `==`, or switch with a `default`.
+    public struct State: Sendable, Hashable, CustomStringConvertible {
+        enum Kind: Sendable, Hashable {
+            case waiting, delayed, executing, retrying
+        }
+
+        let kind: Kind
+
+        /// Added and not started yet: waiting for a free slot, for its lane or sequence,
+        /// or for its queue to resume.
+        public static let waiting = State(kind: .waiting)
+        /// Added and waiting for its start time (``AsyncTask/Options/notBefore``).
+        public static let delayed = State(kind: .delayed)
+        /// Its work was running.
+        public static let executing = State(kind: .executing)
+        /// Between two attempts of a retried body (``RetryPolicy``), waiting for the next.
+        public static let retrying = State(kind: .retrying)
+
+        public var description: String { "\(kind)" }
+    }
+}
