@@ -158,7 +158,7 @@ struct AsyncTaskTests {
                 }
             ) { _ in started.signal() }
             // The 1 ms timeout may end the unit before its body runs.
-            unit.onEnd { _ in
+            unit.whenEnded { _ in
                 endings.append(index)
                 started.signal()
             }

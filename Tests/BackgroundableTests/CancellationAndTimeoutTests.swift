@@ -157,7 +157,7 @@ struct TimeoutTests {
                 await suspendUntilCancelled()
                 if Task.isCancelled { sawCancellation.signal() }
             }
-            handle.task.onEnd { _ in startedOrEnded.signal() }
+            handle.task.whenEnded { _ in startedOrEnded.signal() }
             await startedOrEnded.wait()
             guard bodyStarted.withLock({ $0 }) else {
                 #expect(await handle.task.outcome.kind == .timedOut)

@@ -193,7 +193,7 @@ struct RetryTests {
             secondStarted.signal()
             await suspendUntilCancelled()
         }
-        handle.task.onEnd { _ in _ = ended.open() }
+        handle.task.whenEnded { _ in _ = ended.open() }
         await firstStarted.wait()
         clock.advance(by: .seconds(1))
         failFirst.signal()

@@ -137,7 +137,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// starts may still be released. Once started, the operation observes its unit anyway.
     private func listenBeforeStart() {
         guard bridge.withLock({ $0.startListening() }) else { return }
-        unit.onEnd { [weak self] outcome in self?.unitEnded(outcome) }
+        unit.whenEnded { [weak self] outcome in self?.unitEnded(outcome) }
     }
 
     /// `timeout` as the unit's: infinity and NaN mean none (NaN as in `DispatchTime + .nan`,

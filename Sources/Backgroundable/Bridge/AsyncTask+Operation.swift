@@ -48,7 +48,7 @@ extension AsyncTask {
         var options = options
         if options.name == nil { options.name = operation.name }
         self.init(options, work: .callback { task in adopted.run(for: task) })
-        onEnd { outcome in adopted.unitEnded(outcome) }
+        whenEnded { outcome in adopted.unitEnded(outcome) }
     }
 }
 

@@ -525,7 +525,7 @@ public final class AsyncTask: Sendable {
     /// Calls `callback` exactly once with the outcome: now if the unit has ended,
     /// otherwise on the thread that ends it. For bridges that cannot await. A waiter:
     /// unlike the end hook (``Options/onEnd``), it runs after the queue forgot the unit.
-    func onEnd(_ callback: @escaping @Sendable (Outcome) -> Void) {
+    func whenEnded(_ callback: @escaping @Sendable (Outcome) -> Void) {
         if let outcome = state.withLock({ $0.wait(.callback(callback)) }) {
             callback(outcome)
         }

@@ -450,7 +450,7 @@ extension FrontEnd {
                 return true
             }
             guard first else { return }
-            unit.onEnd { [self] _ in
+            unit.whenEnded { [self] _ in
                 state.withLock { $0.endings += 1 }
                 ended.raise()
                 startedOrEnded.signal()

@@ -228,7 +228,7 @@ struct MisuseTests {
             let core = queue.core
             queue.suspend()
             let unit = queue.add(timeout: nil) { $0.finish() }
-            unit.onEnd { _ in
+            unit.whenEnded { _ in
                 core.add(lateNamed)
                 namedOutcomeWhenAdded.withLock { $0 = lateNamed.currentOutcome?.kind }
                 core.add(lateUnnamed)

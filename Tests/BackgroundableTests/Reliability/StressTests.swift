@@ -579,7 +579,7 @@ private struct Driver {
         shared.units.append((unit, probe))
         shared.gate.expect()
         let gate = shared.gate
-        unit.onEnd { outcome in
+        unit.whenEnded { outcome in
             probe.state.withLock {
                 $0.endings += 1
                 $0.outcome = outcome.kind
