@@ -344,25 +344,17 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     // MARK: Replacing
 
-    /// Under the lock of the ``BackgroundOperationQueue`` that admits this operation
-    /// (``UniquenessPolicy/replace``): `replaced` are the operations its admission
-    /// replaced. It will wait for them and for what they still waited for — a replaced
-    /// operation that had not started is cancelled, and Foundation starts a cancelled
-    /// operation without waiting for its dependencies — leaving out the operations that
-    /// can no longer run. Takes each operation's own lock in turn, calls nothing else.
-    func awaitReplaced(_ replaced: [Operation]) {
-        var awaited = replaced
-        for case let operation as AsyncOperation in replaced {
-            for inherited in operation.bridge.withLock({ $0.awaited }) {
-                guard let inherited = inherited as? AsyncOperation else {
-                    awaited.append(inherited)
-                    continue
-                }
-                if inherited.bridge.withLock({ !$0.cannotRunAnymore }) { awaited.append(inherited) }
-            }
-        }
-        bridge.withLock { $0.awaited = awaited }
+    /// Under the lock of the ``BackgroundOperationQueue`` that admits this operation: the
+    /// operations of its name that may still run (those it replaced, and earlier replaced
+    /// ones that have not finished: see ``LingeringBodies``). A replaced operation that
+    /// had not started is cancelled, and Foundation starts a cancelled operation without
+    /// waiting for its dependencies: the table, not a chain of dependencies, keeps them.
+    func awaitBeforeStarting(_ operations: [Operation]) {
+        bridge.withLock { $0.awaited = operations }
     }
+
+    /// Finished, or ended before it was started, so its closure never runs.
+    var cannotRunAnymore: Bool { bridge.withLock { $0.cannotRunAnymore } }
 
     /// Outside the queue's lock, before the queue hands the operation to Foundation: it
     /// depends on what ``awaitReplaced(_:)`` found, so it starts only after those

@@ -19,11 +19,12 @@ import Synchronization
 /// - ``UniquenessPolicy/replace``: every live operation with the same name — executing
 ///   ones included — is cancelled (an ``AsyncOperation`` with outcome
 ///   ``AsyncTask/Outcome/replaced``), then the newcomer is added. It starts only once
-///   the operations it replaced reported `isFinished`, and those they still waited for
-///   (a replaced operation that had not started is cancelled, and Foundation starts a
-///   cancelled operation without waiting): it depends on them (they show in its
-///   `dependencies` until it starts), so two operations of one name never execute at
-///   once.
+///   every replaced operation of its name reported `isFinished` — those it replaced,
+///   and earlier ones still executing (a replaced operation that had not started is
+///   cancelled, and Foundation starts a cancelled operation without waiting): it depends
+///   on them (they show in its `dependencies` until it starts), so two operations of one
+///   name never execute at once. A later ``UniquenessPolicy/drop`` or `replace`
+///   newcomer that finds no live operation of the name waits for them the same way.
 ///
 /// Any other named `Operation` behaves as ``UniquenessPolicy/ignore``: it never
 /// deduplicates itself, but counts as live for later arrivals. The check and the add
@@ -200,9 +201,10 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// any other operation is watched by the bridge. Names and policies are read
     /// before the lock is taken.
     ///
-    /// A ``UniquenessPolicy/replace`` newcomer learns, under the lock, which operations
-    /// it replaced (the machine's `.replace(_, by:)` actions of its admission); it
-    /// depends on them, and on those they still waited for, before Foundation gets it.
+    /// A newcomer with a name that deduplicates learns, under the lock, which operations
+    /// of its name may still run: those it replaced (the machine's `.replace(_, by:)`
+    /// actions of its admission) and those replaced before that have not finished (see
+    /// ``LingeringBodies``); it depends on them before Foundation gets it.
     private func register(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
         let admissions = operations.map { operation in
@@ -212,27 +214,34 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
                 priority: 0, timeout: nil)
         }
         var replacing: [AsyncOperation] = []
-        let admitted = storage.transition { machine, actions in
+        var watching: [ReplacedOperation] = []
+        let admitted = storage.admittingTransition { machine, actions, lingering in
             admissions.compactMap { admission in
-                guard admission.policy == .replace, admission.name != nil,
+                guard admission.policy != .ignore, let name = admission.name,
                     let newcomer = admission.member as? AsyncOperation
                 else {
                     return machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
                 }
                 var own = BridgeStorage.Machine.Actions()
                 let handle = machine.addExternal(admission, actions: &own)
-                var replaced: [Operation] = []
-                for action in own {
-                    if case .replace(let member, _) = action { replaced.append(member) }
+                own.visit { action in
+                    if case .replace(let member, _) = action {
+                        let replaced = ReplacedOperation(member)
+                        lingering.add(replaced, named: name)
+                        watching.append(replaced)
+                    }
                     actions.append(action)
                 }
-                if !replaced.isEmpty {
-                    newcomer.awaitReplaced(replaced)
+                guard let handle else { return nil }
+                let awaited = lingering.running(named: name).compactMap { ($0 as? ReplacedOperation)?.operation }
+                if !awaited.isEmpty {
+                    newcomer.awaitBeforeStarting(awaited)
                     replacing.append(newcomer)
                 }
-                return handle.map { (admission.member, $0) }
+                return (admission.member, handle)
             }
         }
+        for replaced in watching { replaced.watch() }
         for newcomer in replacing { newcomer.addReplacedDependencies() }
         for (operation, handle) in admitted {
             if (operation as? AsyncOperation)?.track(by: storage, handle: handle) != true {
@@ -402,4 +411,29 @@ extension Operation: QueueMember {
 
 private struct WeakOperationQueueDelegate {
     weak var delegate: (any BackgroundOperationQueueDelegate)?
+}
+
+/// An operation a bridge newcomer replaced, until Foundation finished it: later
+/// operations of its name depend on it meanwhile (see ``LingeringBodies``). Foundation's
+/// own `isFinished` is not read under the queue's lock: a watcher sets the flag (an
+/// ``AsyncOperation``'s own lock may be taken there, after the queue's).
+final class ReplacedOperation: LingeringBody {
+    let operation: Operation
+    private let finished = Atomic<Bool>(false)
+
+    init(_ operation: Operation) {
+        self.operation = operation
+    }
+
+    /// Finished, or an ``AsyncOperation`` whose closure will never run (it ended before
+    /// it was started: Foundation finishes it at once).
+    var hasReturned: Bool {
+        if finished.load(ordering: .acquiring) { return true }
+        return (operation as? AsyncOperation)?.cannotRunAnymore ?? false
+    }
+
+    /// After unlocking: sets the flag once Foundation finished the operation.
+    func watch() {
+        BridgeQueue.whenFinished(operation) { self.finished.store(true, ordering: .releasing) }
+    }
 }

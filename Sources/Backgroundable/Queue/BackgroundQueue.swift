@@ -477,8 +477,8 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// the replaced bodies of its name that still run (see ``LingeringBodies``).
     private static func waitForLingeringBodies(of unit: AsyncTask, in lingering: inout LingeringBodies) {
         guard !lingering.isEmpty, let name = unit.name, unit.uniquenessPolicy != .ignore else { return }
-        let running = lingering.running(named: name)
-        if !running.isEmpty { unit.waitBeforeRunning(for: running) }
+        let gates = lingering.running(named: name).compactMap { $0 as? ReplacementGate }
+        if !gates.isEmpty { unit.waitBeforeRunning(for: gates) }
     }
 
     /// `false` for a unit that would replace others but has ended already (cancelled

@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Counted under the queue's lock when the replacement is added, opened by each
 /// replaced body's return. Lock order: a unit's lock, then the gate's.
-final class ReplacementGate: Sendable {
+final class ReplacementGate: LingeringBody {
     private struct State {
         var running = 0
         var waiters: [Continuation<Void>] = []
@@ -36,6 +36,8 @@ final class ReplacementGate: Sendable {
     var isOpen: Bool {
         state.withLock { $0.running == 0 }
     }
+
+    var hasReturned: Bool { isOpen }
 
     /// Suspends until every replaced body returned. Not cancellable: a replacement
     /// cancelled meanwhile finds itself ended once the gate opens, and never runs.

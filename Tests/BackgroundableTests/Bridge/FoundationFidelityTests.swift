@@ -120,6 +120,25 @@ struct FoundationFidelityTests {
         #expect(newcomers.map { $0.currentOutcome?.kind } == [.replaced, .finished])
     }
 
+    /// The replacement of an executing operation is cancelled before it started (so
+    /// Foundation finishes it without waiting); a later operation of the name replaces
+    /// nothing live, yet still waits for the replaced one to finish.
+    @Test func aLaterOperationOfTheNameWaitsForAReplacedOneWhoseReplacementNeverRan() async {
+        let (queue, _) = makeOperationQueue()
+        queue.maxConcurrentOperationCount = 3
+        let running = RunningOperations()
+        let plain = await PlainAsynchronousOperation.executing(named: "hot", on: queue, counting: running)
+        queue.addAsyncOperation(name: "hot", uniquenessPolicy: .replace) { $0.finish() }.cancel()
+        let later = queue.addAsyncOperation(name: "hot", uniquenessPolicy: .drop) { operation in
+            if running.enter(operation) { operation.finish() }
+        }
+        #expect(later.dependencies.contains(plain))
+        plain.end()
+        await queue.waitUntilIdle()
+        #expect(running.maximum == 1)
+        #expect(later.currentOutcome?.kind == .finished)
+    }
+
     /// A storm of `.replace` operations of one name from several threads, while a plain
     /// operation of that name executes (replacing cancels it, but it runs on) until one
     /// thread ends it, mid-storm: the work of an operation never starts while an
