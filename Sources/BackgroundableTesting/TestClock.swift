@@ -2,8 +2,9 @@ package import Backgroundable
 import Synchronization
 
 /// A clock that moves only when the test says: a queue created with
-/// `BackgroundQueue(clock:)` counts its timeouts, delayed starts, retry delays and progress samples on it, so a
-/// test of a 30-second timeout advances the clock by 30 seconds instead of waiting.
+/// `BackgroundQueue(clock:)` counts its timeouts, delayed starts, retry delays and
+/// progress samples on it, so a test of a 30-second timeout advances the clock by 30
+/// seconds instead of waiting.
 ///
 /// ```swift
 /// let clock = TestClock()
