@@ -7,6 +7,9 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Backgroundable", targets: ["Backgroundable"]),
+        // What a user's tests need: a test clock, a recording background-task provider,
+        // helpers for a queue's events. Depends on nothing but the library.
+        .library(name: "BackgroundableTesting", targets: ["BackgroundableTesting"]),
         .executable(name: "backgroundable-bench", targets: ["backgroundable-bench"]),
     ],
     // Every trait is off by default, and only an enabled trait makes the package resolve
@@ -39,6 +42,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
             ]
         ),
+        .target(name: "BackgroundableTesting", dependencies: ["Backgroundable"]),
         .macro(
             name: "BackgroundableMacros",
             dependencies: [
@@ -54,6 +58,7 @@ let package = Package(
             name: "BackgroundableMacroTests",
             dependencies: [
                 .target(name: "Backgroundable"),
+                .target(name: "BackgroundableTesting"),
                 .target(name: "BackgroundableMacros", condition: .when(traits: ["Macros"])),
                 .product(
                     name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax", condition: .when(traits: ["Macros"])
@@ -69,6 +74,7 @@ let package = Package(
             name: "BackgroundableTests",
             dependencies: [
                 "Backgroundable",
+                "BackgroundableTesting",
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
                     condition: .when(traits: ["ServiceLifecycle"])),
@@ -84,7 +90,7 @@ let package = Package(
         // where the closures run.
         .testTarget(
             name: "ApproachableConcurrencyTests",
-            dependencies: ["Backgroundable"],
+            dependencies: ["Backgroundable", "BackgroundableTesting"],
             swiftSettings: [
                 .defaultIsolation(MainActor.self),
                 .enableUpcomingFeature("NonisolatedNonsendingByDefault"),

@@ -1,4 +1,5 @@
 import Backgroundable
+import BackgroundableTesting
 import Observation
 import Testing
 

@@ -1,5 +1,6 @@
 #if Macros
     import Backgroundable
+    import BackgroundableTesting
     import Synchronization
     import Testing
 

@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Dispatch
 import Synchronization
 import Testing
@@ -207,7 +208,7 @@ struct TimeoutTests {
         release.signal()
         _ = await blocker.outcome
         // Started now: its deadline is one second from now.
-        await clock.sleeperArmed(until: clock.now + 1_000_000_000)
+        await clock.waitForSleeper(until: clock.now.advanced(by: .seconds(1)))
         #expect(waiting.currentOutcome == nil)
         clock.advance(by: .seconds(1))
         #expect(await waiting.outcome.kind == .timedOut)

@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Testing
 
 @testable import Backgroundable

@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Foundation
 import Observation
 import Synchronization
@@ -169,15 +170,16 @@ struct ProgressTests {
             await release.wait()
         }
         // Reports are plain stores: watchers hear them at the next sample.
+        let sampleInterval = Duration.nanoseconds(QueueCore.Machine.defaultProgressSampleInterval)
         try await next(&updates) { $0.executingCount == 1 && $0.executingProgress == 0 }
         await reported[0].wait()
         #expect(queue.progress.executingProgress == 0.25)  // A read is fresh.
-        await clock.sleeperArmed(until: clock.now + QueueCore.Machine.defaultProgressSampleInterval)
+        await clock.waitForSleeper(until: clock.now.advanced(by: sampleInterval))
         clock.advance(by: .milliseconds(100))
         try await next(&updates) { $0.executingProgress == 0.25 }
         step.signal()
         await reported[1].wait()
-        await clock.sleeperArmed(until: clock.now + QueueCore.Machine.defaultProgressSampleInterval)
+        await clock.waitForSleeper(until: clock.now.advanced(by: sampleInterval))
         clock.advance(by: .milliseconds(100))
         try await next(&updates) { $0.executingProgress == 0.5 }
         release.signal()

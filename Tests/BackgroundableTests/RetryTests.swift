@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Foundation
 import Synchronization
 import Testing
@@ -203,7 +204,7 @@ struct RetryTests {
         // second one's deadline, it has handled the first one's.
         clock.advance(by: .seconds(1))
         let first = await firstToReturn([
-            { await clock.sleeperArmed(until: added + 3_000_000_000) }, { await ended.wait() },
+            { await clock.waitForSleeper(until: added.advanced(by: .seconds(3))) }, { await ended.wait() },
         ])
         #expect(first == 0 && handle.task.currentOutcome == nil)
         clock.advance(by: .seconds(1))

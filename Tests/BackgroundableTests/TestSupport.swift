@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Synchronization
 
 @testable import Backgroundable
@@ -70,15 +71,23 @@ extension AsyncTask.Outcome {
     var isFinished: Bool { kind == .finished }
 }
 
-/// A queue that records its background-time calls.
+/// A queue that records its background-time calls, on `clock` when one is given.
 func makeQueue(
+    clock: TestClock? = nil,
     maxConcurrentTasks: Int? = nil,
     expirationPolicy: BackgroundQueue.ExpirationPolicy = .cancelAll
 ) -> (BackgroundQueue, RecordingBackgroundTaskProvider) {
     let provider = RecordingBackgroundTaskProvider()
-    let queue = BackgroundQueue(
-        name: "test", maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: provider,
-        expirationPolicy: expirationPolicy)
+    let queue =
+        if let clock {
+            BackgroundQueue(
+                name: "test", maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: provider,
+                expirationPolicy: expirationPolicy, clock: clock)
+        } else {
+            BackgroundQueue(
+                name: "test", maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: provider,
+                expirationPolicy: expirationPolicy)
+        }
     return (queue, provider)
 }
 

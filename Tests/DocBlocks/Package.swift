@@ -8,6 +8,7 @@ import PackageDescription
 // The blocks see the package with every trait on, as the articles about them show it.
 let dependencies: [Target.Dependency] = [
     .product(name: "Backgroundable", package: "Backgroundable"),
+    .product(name: "BackgroundableTesting", package: "Backgroundable"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     .product(name: "Logging", package: "swift-log"),
     .product(name: "Metrics", package: "swift-metrics"),

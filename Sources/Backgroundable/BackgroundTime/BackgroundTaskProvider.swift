@@ -4,7 +4,7 @@
 /// A ``BackgroundQueue`` holds one assertion for each busy period; ``withBackgroundTime(named:provider:operation:onExpiration:)``
 /// and ``BackgroundTimeAssertion`` hold one around any piece of work. Ship your own
 /// provider to integrate another platform mechanism, or to observe the calls in tests
-/// (see ``RecordingBackgroundTaskProvider``).
+/// (`RecordingBackgroundTaskProvider`, in the `BackgroundableTesting` product).
 ///
 /// ## Contract
 /// Both methods may be called from any thread. For every identifier it returns, the

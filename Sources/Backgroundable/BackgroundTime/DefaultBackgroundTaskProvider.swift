@@ -54,7 +54,7 @@ public enum DefaultBackgroundTaskProvider {
     ///
     /// Use it to observe code that relies on the default provider, such as the
     /// expansion of the `@Backgroundable` macro, with a
-    /// ``RecordingBackgroundTaskProvider``. `operation` runs on the caller's isolation.
+    /// `RecordingBackgroundTaskProvider` (`BackgroundableTesting`). `operation` runs on the caller's isolation.
     @discardableResult
     public static func withProvider<Result>(
         _ provider: any BackgroundTaskProvider,

@@ -12,7 +12,7 @@ import Synchronization
 /// Exactly one of the resumer and `unregister` resumes the continuation, whichever
 /// takes it out of its registry first; the cancellation that races with `register` is
 /// handled by whichever of the two sides comes second.
-func waitCancellably(
+package func waitCancellably(
     register: (Continuation<Void>) -> UInt64?,
     unregister: @escaping @Sendable (UInt64) -> Void
 ) async {

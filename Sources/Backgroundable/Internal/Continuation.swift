@@ -4,20 +4,20 @@
 // double resume and reports a leaked one — CI runs the sanitizer suite that way.
 
 #if BACKGROUNDABLE_CHECKED_CONTINUATIONS
-    typealias Continuation<Value> = CheckedContinuation<Value, Never>
+    package typealias Continuation<Value> = CheckedContinuation<Value, Never>
 
     @inline(__always)
-    func withContinuation<Value>(
+    package func withContinuation<Value>(
         isolation: isolated (any Actor)? = #isolation,
         _ body: (Continuation<Value>) -> Void
     ) async -> sending Value {
         await withCheckedContinuation(isolation: isolation, body)
     }
 #else
-    typealias Continuation<Value> = UnsafeContinuation<Value, Never>
+    package typealias Continuation<Value> = UnsafeContinuation<Value, Never>
 
     @inline(__always)
-    func withContinuation<Value>(
+    package func withContinuation<Value>(
         isolation: isolated (any Actor)? = #isolation,
         _ body: (Continuation<Value>) -> Void
     ) async -> sending Value {

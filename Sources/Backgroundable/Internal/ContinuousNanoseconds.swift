@@ -39,13 +39,19 @@ enum ContinuousNanoseconds {
 }
 
 /// The clock a queue reads and sleeps on, in nanoseconds: the continuous clock, or a
-/// test's (which moves only when the test says).
-struct QueueClock: Sendable {
+/// test's (which moves only when the test says). `package`, not `public`: only
+/// BackgroundableTesting's `TestClock` makes one outside this module.
+package struct QueueClock: Sendable {
     /// Now.
     let now: @Sendable () -> Int64
     /// Suspends until `deadline` has passed, or the calling task is cancelled (then it
     /// returns early).
     let sleep: @Sendable (_ deadline: Int64) async -> Void
+
+    package init(now: @escaping @Sendable () -> Int64, sleep: @escaping @Sendable (_ deadline: Int64) async -> Void) {
+        self.now = now
+        self.sleep = sleep
+    }
 
     static let continuous = QueueClock(now: ContinuousNanoseconds.now, sleep: ContinuousNanoseconds.sleep(until:))
 }

@@ -16,11 +16,11 @@
     /// builds use `Mutex` (below).
     ///
     /// `@unchecked Sendable`: `value` is only reached through `withLock`, while `mutex` is held.
-    struct Lock<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
+    package struct Lock<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
         private let mutex: UnsafeMutablePointer<pthread_mutex_t>
         private let value: UnsafeMutablePointer<Value>
 
-        init(_ initialValue: consuming sending Value) {
+        package init(_ initialValue: consuming sending Value) {
             mutex = .allocate(capacity: 1)
             mutex.initialize(to: pthread_mutex_t())
             pthread_mutex_init(mutex, nil)
@@ -35,7 +35,7 @@
             mutex.deallocate()
         }
 
-        borrowing func withLock<Result: ~Copyable, E: Error>(
+        package borrowing func withLock<Result: ~Copyable, E: Error>(
             _ body: (inout Value) throws(E) -> Result
         ) throws(E) -> Result {
             pthread_mutex_lock(mutex)
@@ -44,9 +44,9 @@
         }
     }
 #else
-    import Synchronization
+    package import Synchronization
 
     /// The package's lock: `Synchronization.Mutex`. Thread-sanitizer builds swap in a
     /// `pthread_mutex_t`-backed lock with the same API (see the `BACKGROUNDABLE_PTHREAD_LOCK` branch).
-    typealias Lock<Value: ~Copyable> = Mutex<Value>
+    package typealias Lock<Value: ~Copyable> = Mutex<Value>
 #endif

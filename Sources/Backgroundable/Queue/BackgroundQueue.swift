@@ -54,11 +54,26 @@ public actor BackgroundQueue {
         expirationPolicy: ExpirationPolicy = .cancelAll,
         retryPolicy: RetryPolicy? = nil
     ) {
+        self.init(
+            name: name, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
+            expirationPolicy: expirationPolicy, retryPolicy: retryPolicy, clock: .continuous)
+    }
+
+    /// The public initializer on another clock: BackgroundableTesting's `TestClock`
+    /// builds its queues with it.
+    package init(
+        name: String?,
+        maxConcurrentTasks: Int?,
+        backgroundTaskProvider: any BackgroundTaskProvider,
+        expirationPolicy: ExpirationPolicy,
+        retryPolicy: RetryPolicy?,
+        clock: QueueClock
+    ) {
         let label = name ?? "Backgroundable.BackgroundQueue"
         self.init(
             label: label, maxConcurrentTasks: maxConcurrentTasks, backgroundTaskProvider: backgroundTaskProvider,
             expirationPolicy: expirationPolicy, observers: Self.observers(forQueueNamed: label),
-            measurer: Self.measurer(forQueueNamed: label), retryPolicy: retryPolicy)
+            measurer: Self.measurer(forQueueNamed: label), clock: clock, retryPolicy: retryPolicy)
     }
 
     /// The one designated initializer: `observers` and `measurer` are the tracing and the

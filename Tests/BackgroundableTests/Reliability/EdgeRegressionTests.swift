@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Foundation
 import Synchronization
 import Testing
@@ -96,7 +97,7 @@ struct EdgeRegressionTests {
         let seed = UInt64.random(in: 0...UInt64.max)
         print("EdgeRegressionTests replace storm seed \(seed)")
         let (queue, _) = makeQueue()
-        let events = EventLog(queue)
+        var events = queue.events.makeAsyncIterator()
         let running = Gauge()
         let units = Recorder<AsyncTask>()
         let threads = 4
@@ -132,7 +133,11 @@ struct EdgeRegressionTests {
         }
         await queue.waitUntilIdle()
         #expect(running.maximum <= 1, "seed \(seed)")
-        let ended = await events.endedOutcomes(count: units.count)
+        var ended: [ObjectIdentifier: AsyncTask.Outcome] = [:]
+        _ = await events.collect(through: { event in
+            if case .ended(let unit, let outcome) = event { ended[ObjectIdentifier(unit)] = outcome }
+            return ended.count >= units.count
+        })
         for unit in units.all {
             #expect(ended[ObjectIdentifier(unit)]?.kind == unit.currentOutcome?.kind, "seed \(seed): \(unit)")
         }
@@ -182,12 +187,12 @@ struct EdgeRegressionTests {
                 return Task.currentPriority
             }
         }
-        while let event = await events.next() {
-            if case .escalated(_, let priority) = event {
-                #expect(priority == .high)
-                break
-            }
+        let escalation = await events.next(where: { if case .escalated = $0 { true } else { false } })
+        guard case .escalated(_, let priority) = escalation else {
+            Issue.record("no escalation")
+            return
         }
+        #expect(priority == .high)
         queue.resume()
         #expect(try await caller.value >= .high)
         _ = await medium.outcome
@@ -206,14 +211,8 @@ struct EdgeRegressionTests {
                 TaskPriority.background
             }
         }
-        var escalated: AsyncTask?
-        while let event = await events.next() {
-            if case .escalated(let unit, _) = event {
-                escalated = unit
-                break
-            }
-        }
-        #expect(escalated === shared.task)
+        let escalation = await events.next(where: { if case .escalated = $0 { true } else { false } })
+        #expect(escalation?.unit === shared.task)
         queue.resume()
         #expect(try await caller.value >= .high)
     }
@@ -270,7 +269,7 @@ struct EdgeRegressionTests {
 
     @Test func aPreCancelledRunIsNeverReportedDroppedJoinedOrTimedOut() async {
         let (queue, _) = makeQueue()
-        let log = EventLog(queue)
+        var log = queue.events.makeAsyncIterator()
         let (live, release) = await liveUnit(.init(name: "x"), on: queue)
         for options: AsyncTask.Options in [
             .init(name: "x", uniquenessPolicy: .drop), .init(name: "x", uniquenessPolicy: .join),
@@ -286,7 +285,9 @@ struct EdgeRegressionTests {
         _ = await live.outcome
         await queue.waitUntilIdle()
         let marker = queue.add { $0.finish() }
-        let events = await log.events(through: marker)
+        let events = await log.collect(through: { event in
+            if case .ended(let unit, _) = event { unit === marker } else { false }
+        })
         let others = events.filter { event in
             guard let unit = event.unit else { return false }
             return unit !== live.task && unit !== marker
@@ -296,7 +297,7 @@ struct EdgeRegressionTests {
 
     @Test func aUnitCancelledBetweenItsClaimAndItsAdmissionIsReportedWithItsOwnOutcome() async {
         let (queue, _) = makeQueue()
-        let log = EventLog(queue)
+        var log = queue.events.makeAsyncIterator()
         let (live, release) = await liveUnit(.init(name: "x"), on: queue)
         // Claimed by the queue, then cancelled by another thread, then admitted.
         func cancelledWhileBeingAdded(_ options: AsyncTask.Options) -> AsyncTask {
@@ -314,7 +315,9 @@ struct EdgeRegressionTests {
         release.signal()
         _ = await live.outcome
         let marker = queue.add { $0.finish() }
-        let events = await log.events(through: marker)
+        let events = await log.collect(through: { event in
+            if case .ended(let unit, _) = event { unit === marker } else { false }
+        })
         for unit in [dropped, joined, replacing, expired] {
             #expect(unit.currentOutcome?.kind == .cancelled)
             for event in events where event.unit === unit {
@@ -353,72 +356,5 @@ extension BackgroundQueue.Event {
         case .busy, .idle, .backgroundTimeExpiring:
             nil
         }
-    }
-}
-
-/// Everything a queue's event stream delivers, from its creation on.
-final class EventLog: Sendable {
-    private final class Storage: Sendable {
-        typealias Waiter = (until: @Sendable ([BackgroundQueue.Event]) -> Bool, CheckedContinuation<Void, Never>)
-        let state = Lock<(events: [BackgroundQueue.Event], waiters: [Waiter])>(([], []))
-
-        func append(_ event: BackgroundQueue.Event) {
-            let ready = state.withLock { state in
-                state.events.append(event)
-                let events = state.events
-                var ready: [CheckedContinuation<Void, Never>] = []
-                state.waiters.removeAll { waiter in
-                    guard waiter.until(events) else { return false }
-                    ready.append(waiter.1)
-                    return true
-                }
-                return ready
-            }
-            for continuation in ready { continuation.resume() }
-        }
-    }
-
-    private let storage = Storage()
-    private let reader: Task<Void, Never>
-
-    init(_ queue: BackgroundQueue) {
-        let (stream, storage) = (queue.events, storage)
-        reader = Task { for await event in stream { storage.append(event) } }
-    }
-
-    deinit { reader.cancel() }
-
-    /// Suspends until the events delivered so far satisfy `until`; returns them.
-    private func events(until: @escaping @Sendable ([BackgroundQueue.Event]) -> Bool) async -> [BackgroundQueue.Event] {
-        await withCheckedContinuation { continuation in
-            let now = storage.state.withLock { state in
-                if until(state.events) { return true }
-                state.waiters.append((until, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
-        return storage.state.withLock { $0.events }
-    }
-
-    /// The events delivered up to `unit`'s `ended` event.
-    func events(through unit: AsyncTask) async -> [BackgroundQueue.Event] {
-        @Sendable func end(_ events: [BackgroundQueue.Event]) -> Int? {
-            events.firstIndex { event in
-                if case .ended(let ended, _) = event { ended === unit } else { false }
-            }
-        }
-        let events = await events(until: { end($0) != nil })
-        return Array(events[...end(events)!])
-    }
-
-    /// The outcome of each `ended` event, once `count` units have one.
-    func endedOutcomes(count: Int) async -> [ObjectIdentifier: AsyncTask.Outcome] {
-        @Sendable func outcomes(_ events: [BackgroundQueue.Event]) -> [ObjectIdentifier: AsyncTask.Outcome] {
-            var outcomes: [ObjectIdentifier: AsyncTask.Outcome] = [:]
-            for case .ended(let unit, let outcome) in events { outcomes[ObjectIdentifier(unit)] = outcome }
-            return outcomes
-        }
-        return outcomes(await events(until: { outcomes($0).count >= count }))
     }
 }

@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -385,7 +386,7 @@ struct MisuseTests {
         let bystander = bystander(on: queue)
         #expect(await bystander.outcome.isFinished, "the queue moves on")
         // The replacement waits for the stubborn body: its own timeout still applies.
-        await clock.sleeperArmed(until: clock.now + 5_000_000_000)
+        await clock.waitForSleeper(until: clock.now.advanced(by: .seconds(5)))
         clock.advance(by: .seconds(5))
         #expect(await replacement.outcome.kind == .timedOut)
         release.signal()
@@ -454,7 +455,7 @@ struct MisuseTests {
         let later = queue.add(.init(notBefore: .after(.seconds(Int64.max)))) { $0.finish() }
         let atAnInstant = queue.add(.init(notBefore: .at(.now + .seconds(Int64.max)))) { $0.finish() }
         clock.advance(by: .seconds(200 * 365 * 86_400))
-        await clock.sleeperArmed(until: .max)
+        await clock.waitForSleeper(until: TestClock.Instant(nanoseconds: .max))
         #expect(later.currentOutcome == nil && !later.isExecuting, "200 years later, it still waits")
         #expect(atAnInstant.currentOutcome == nil && !atAnInstant.isExecuting)
         #expect(await bystander(on: queue).outcome.kind == .finished)

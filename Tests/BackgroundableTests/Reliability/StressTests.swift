@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Dispatch
 import Foundation
 import Synchronization

@@ -22,8 +22,8 @@ func outcome(of unit: AsyncTask, within seconds: Double) -> AsyncTask.Outcome? {
 
 let priorities = CommandLine.arguments.dropFirst().compactMap(UInt8.init).map(TaskPriority.init(rawValue:))
 let width = ProcessInfo.processInfo.activeProcessorCount
-let blockingQueue = BackgroundQueue(name: "blocking", backgroundTaskProvider: RecordingBackgroundTaskProvider())
-let otherQueue = BackgroundQueue(name: "other", backgroundTaskProvider: RecordingBackgroundTaskProvider())
+let blockingQueue = BackgroundQueue(name: "blocking", backgroundTaskProvider: NoopBackgroundTaskProvider.shared)
+let otherQueue = BackgroundQueue(name: "other", backgroundTaskProvider: NoopBackgroundTaskProvider.shared)
 let started = DispatchSemaphore(value: 0)
 let release = DispatchSemaphore(value: 0)
 

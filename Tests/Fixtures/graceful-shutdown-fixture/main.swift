@@ -1,5 +1,5 @@
 // A child process for the graceful-shutdown tests (GracefulShutdownTests.swift): a
-// small server written the way the README shows.
+// small server written the way the *Running in a server* article shows.
 //
 //     graceful-shutdown-fixture <directory> <units> <unit-ms> <grace-ms>
 //

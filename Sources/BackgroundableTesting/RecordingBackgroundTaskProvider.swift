@@ -1,7 +1,9 @@
+public import Backgroundable
 import Synchronization
 
-/// A provider that records every call and lets you expire assertions on demand: for
-/// tests, and for apps that want to see how their background time is used.
+/// A provider that records every call and lets you expire assertions on demand, so a
+/// test can check that a queue holds background time exactly while it is busy, and
+/// what its work does when that time runs out.
 ///
 /// Thread-safe. Handlers passed to ``expire(_:)`` and ``expireAll()`` run on the
 /// calling thread, outside the provider's lock.
