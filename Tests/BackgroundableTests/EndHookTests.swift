@@ -1,3 +1,4 @@
+import BackgroundableTesting
 import Foundation
 import Synchronization
 import Testing
