@@ -27,142 +27,6 @@
 /// Every transition is O(1) or O(log n) in the number of live members (amortised where
 /// stale entries are compacted), whatever the names, timeouts and priorities.
 struct QueueStateMachine<Member: AnyObject> {
-    /// A member arriving, with the attributes the rules need.
-    struct Admission {
-        let member: Member
-        let name: String?
-        let policy: UniquenessPolicy
-        /// The raw `TaskPriority`, 0 for none (ranks as `medium`).
-        let priority: UInt8
-        /// Nanoseconds from the start until the member times out; `nil` for never.
-        let timeout: Int64?
-        /// Nanoseconds from the admission before which the member may not start; 0 or
-        /// less for none.
-        var delay: Int64 = 0
-        /// The member's lane: members of one lane run one at a time, in admission
-        /// order. Ignored in a sequential batch (the batch is a lane of its own).
-        var lane: String? = nil
-        /// `priority` is higher than the member's own: a caller awaiting it escalated it
-        /// before it was admitted (listeners hear `escalated` after `enqueued`).
-        var escalated = false
-    }
-
-    /// What the storage must do once the lock is released, in order.
-    enum Action {
-        /// Start the member's work (it is counted as executing), at `priority` (its own,
-        /// or higher when it was escalated while it waited).
-        case start(Member, priority: UInt8)
-        /// End the member with this outcome; its ``memberEnded(_:_:actions:)`` follows
-        /// (with this outcome, or the one it reached first).
-        case end(Member, AsyncTask.Outcome)
-        /// The newcomer `by` replaced the member (``UniquenessPolicy/replace``): end it
-        /// ``AsyncTask/Outcome/replaced``, atomically with the newcomer's add (the storage
-        /// settles it under the lock), and start the newcomer's work only once the
-        /// member's body returned. Its ``memberEnded(_:_:actions:)`` follows.
-        case replace(Member, by: Member)
-        /// The member was not admitted (dropped, or the queue is closed or stopped
-        /// accepting work) or, with ``AsyncTask/Outcome/timedOut``, it expired as it would
-        /// start and left: end it with this outcome. Nothing follows. When an event
-        /// `reported` it, the storage settles it under the lock, so that the event tells
-        /// the outcome the member has (see ``correctEvent(of:admitted:outcome:)``).
-        case reject(Member, AsyncTask.Outcome, reported: Bool)
-        /// The member was not admitted: it joins the live member `primary` of its name
-        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows. Settled
-        /// under the lock when an event `reported` it.
-        case join(Member, primary: Member, reported: Bool)
-        /// Read the progress of these executing members (outside the lock), then send
-        /// ``progressSampled(_:actions:)``.
-        case sampleProgress([(Handle, Member)])
-        /// Make sure a sleeper wakes the queue at `deadline` (the queue's clock, in
-        /// nanoseconds) and sends ``deadlineReached(generation:actions:)`` with
-        /// `generation`; a sleeper of an older generation may stop.
-        case armSleeper(deadline: Int64, generation: UInt64)
-        /// Run ``drain(actions:)`` from a new task until it returns `false`.
-        case spawnDrainer
-        /// The caller became the deliverer: take ``takeDeliveries()`` until it
-        /// returns `nil`.
-        case deliver
-    }
-
-    /// The actions of one transition, in order. Most transitions have one or two: those
-    /// are kept inline, so a transition allocates nothing for them (this pays on the
-    /// idle queue's path, where each add and end is a few transitions).
-    struct Actions: Sequence, ExpressibleByArrayLiteral {
-        private var inline: (Action?, Action?) = (nil, nil)
-        private var more: [Action] = []
-        /// Whether the transition made its caller the deliverer (``Action/deliver``).
-        private(set) var delivers = false
-        /// Whether an action must be settled under the lock (``Action/replace(_:by:)``,
-        /// ``Action/reject(_:_:)``, ``Action/join(_:primary:)``).
-        private(set) var needsSettling = false
-
-        init() {}
-
-        init(arrayLiteral actions: Action...) {
-            for action in actions { append(action) }
-        }
-
-        var isEmpty: Bool { inline.0 == nil }
-
-        mutating func append(_ action: Action) {
-            switch action {
-            case .deliver: delivers = true
-            case .replace, .reject(_, _, reported: true), .join(_, _, reported: true): needsSettling = true
-            default: break
-            }
-            if inline.0 == nil {
-                inline.0 = action
-            } else if inline.1 == nil {
-                inline.1 = action
-            } else {
-                more.append(action)
-            }
-        }
-
-        struct Iterator: IteratorProtocol {
-            fileprivate let actions: Actions
-            fileprivate var index = 0
-
-            mutating func next() -> Action? {
-                defer { index += 1 }
-                switch index {
-                case 0: return actions.inline.0
-                case 1: return actions.inline.1
-                default: return index - 2 < actions.more.count ? actions.more[index - 2] : nil
-                }
-            }
-        }
-
-        func makeIterator() -> Iterator { Iterator(actions: self) }
-    }
-
-    /// What the deliverer hands to observers, in order, one delivery at a time.
-    enum Delivery {
-        /// idle → busy: begin background time, then send
-        /// ``backgroundTimeBegun(period:actions:)``, then tell the delegate.
-        case busy(period: UInt64)
-        /// busy → idle: end background time, tell the delegate, then send
-        /// ``idleDelivered(period:)`` and resume the waiters it returns.
-        case idle(period: UInt64)
-        case event(QueueEvent<Member>)
-        /// The queue's progress changed (or is due for a sample): the deliverer reads it
-        /// (``readProgress(names:)``) and hands it to the progress watchers. Posted only
-        /// while someone watches, at most once until it is taken.
-        case progress
-        /// The queue was closed and is idle: nothing more will be delivered.
-        case closed
-    }
-
-    /// How a front end names a member it admitted, in later events: its slot and the
-    /// ticket of its admission. A handle whose member has left (its slot free, or
-    /// reused by a later admission with another ticket) names nothing, so an event that
-    /// arrives late is ignored instead of touching another member. Members carry their
-    /// handle; the machine keeps no map from members to slots.
-    struct Handle: Sendable, Hashable {
-        let slot: Int32
-        let ticket: UInt64
-    }
-
     /// Where a live member is. A delayed member waits for its start time (`delayed`),
     /// or for both its start time and its predecessor (`blockedDelayed`); once the
     /// time has come it is `ready`, or `blocked` while its predecessor is live.
@@ -183,12 +47,6 @@ struct QueueStateMachine<Member: AnyObject> {
         var timeout: Int64 = .min
         var predecessor: Int32 = -1
         var successor: Int32 = -1
-        var namePrevious: Int32 = -1
-        var nameNext: Int32 = -1
-        /// Its name's group in ``groups``; -1 for none. (4 bytes rather than the name
-        /// itself: the record of every pending unit is 16 bytes smaller, which keeps
-        /// `memory.BackgroundQueue.pendingUnit` under its 256-byte target.)
-        var nameGroup: Int32 = -1
         var priority: UInt8 = 0
         /// Its attempts so far, wrapping (see ``memberRetrying(_:after:_:actions:)``):
         /// tells the deadline of its current attempt from an earlier one's.
@@ -196,14 +54,6 @@ struct QueueStateMachine<Member: AnyObject> {
         var place = Place.ready
         /// The queue asked for it to end; its real end is on its way.
         var isEnding = false
-    }
-
-    /// The live members of one name, linked through their records in admission order.
-    struct NameGroup {
-        var name: String
-        var first: Int32
-        var last: Int32
-        var count: Int
     }
 
     // MARK: State
@@ -225,11 +75,8 @@ struct QueueStateMachine<Member: AnyObject> {
     private var freeSlots: [Int32] = []
     /// Live members: admitted and not ended (ending ones included).
     private(set) var liveCount = 0
-    /// The group of each live name, by name.
-    private var names: [String: Int32] = [:]
-    /// The groups, by number; a free number is reused.
-    private var groups: [NameGroup] = []
-    private var freeGroups: [Int32] = []
+    /// The live members of each name (ending ones excluded).
+    private var names = NameIndex()
     private var tickets: UInt64 = 0
 
     /// Ready members by priority, highest first; FIFO within a priority.
@@ -261,11 +108,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Who waits for idle, by registration number: the busy period they wait out.
     private var idleWaiters: [UInt64: (period: UInt64, waiter: Continuation<Void>)] = [:]
     private var idleWaiterIDs: UInt64 = 0
-    private var outbox: [Delivery] = []
-    /// The deliverer's batch buffer between two deliveries, kept so that posting and
-    /// delivering allocate nothing once the queue has run.
-    private var spareOutbox: [Delivery] = []
-    private var isDelivering = false
+    private var outbox = Outbox<Member>()
 
     /// Members admitted in the current busy period (the last one while idle), and how
     /// many of them reached their outcome: the queue's progress in whole members.
@@ -375,23 +218,23 @@ struct QueueStateMachine<Member: AnyObject> {
             emit(.ended(admission.member, .cancelled), actions: &actions)
             return nil
         }
-        if let name = admission.name, let number = names[name] {
-            switch admission.policy {
-            case .ignore:
+        if let name = admission.name {
+            switch names.decide(name, admission.policy) {
+            case .admit:
                 break
             case .drop:
                 actions.append(.reject(admission.member, .dropped, reported: observedEvents.contains(.ended)))
                 emit(.ended(admission.member, .dropped), actions: &actions)
                 return nil
-            case .join:
-                let primary = records[Int(groups[Int(number)].last)].member!
+            case .join(let slot):
+                let primary = records[Int(slot)].member!
                 actions.append(.join(admission.member, primary: primary, reported: observedEvents.contains(.joined)))
                 emit(.joined(admission.member, primary: primary), actions: &actions)
                 return nil
-            case .replace:
-                var cursor = groups[Int(number)].first
+            case .replace(let first):
+                var cursor = first
                 while cursor >= 0 {
-                    let next = records[Int(cursor)].nameNext
+                    let next = names.next(after: cursor)
                     markEnding(cursor, .replaced, by: admission.member, actions: &actions)
                     cursor = next
                 }
@@ -403,7 +246,7 @@ struct QueueStateMachine<Member: AnyObject> {
             member: admission.member, ticket: tickets,
             timeout: admission.timeout ?? .min, priority: admission.priority, place: place)
         liveCount += 1
-        if let name = admission.name { addToName(slot, name) }
+        if let name = admission.name { names.insert(slot, named: name) }
         enqueuedCount += 1
         becomeBusyIfIdle(actions: &actions)
         periodAdmitted += 1
@@ -462,56 +305,9 @@ struct QueueStateMachine<Member: AnyObject> {
         return Int32(records.count - 1)
     }
 
-    // MARK: Names
-
-    private mutating func addToName(_ slot: Int32, _ name: String) {
-        if let number = names[name] {
-            let last = groups[Int(number)].last
-            records[Int(last)].nameNext = slot
-            records[Int(slot)].namePrevious = last
-            records[Int(slot)].nameGroup = number
-            groups[Int(number)].last = slot
-            groups[Int(number)].count += 1
-        } else {
-            let group = NameGroup(name: name, first: slot, last: slot, count: 1)
-            let number: Int32
-            if let free = freeGroups.popLast() {
-                number = free
-                groups[Int(number)] = group
-            } else {
-                number = Int32(groups.count)
-                groups.append(group)
-            }
-            names[name] = number
-            records[Int(slot)].nameGroup = number
-        }
-    }
-
-    /// Takes a member out of its name's group: it no longer counts for deduplication.
-    private mutating func removeFromName(_ slot: Int32) {
-        let number = records[Int(slot)].nameGroup
-        guard number >= 0 else { return }
-        let previous = records[Int(slot)].namePrevious
-        let next = records[Int(slot)].nameNext
-        records[Int(slot)].nameGroup = -1
-        records[Int(slot)].namePrevious = -1
-        records[Int(slot)].nameNext = -1
-        if previous >= 0 { records[Int(previous)].nameNext = next }
-        if next >= 0 { records[Int(next)].namePrevious = previous }
-        groups[Int(number)].count -= 1
-        if groups[Int(number)].count == 0 {
-            names[groups[Int(number)].name] = nil
-            groups[Int(number)].name = ""
-            freeGroups.append(number)
-            return
-        }
-        if groups[Int(number)].first == slot { groups[Int(number)].first = next }
-        if groups[Int(number)].last == slot { groups[Int(number)].last = previous }
-    }
-
     /// `true` when a live member (not ending) has this name.
     func hasLiveMember(named name: String) -> Bool {
-        names[name] != nil
+        names.contains(name)
     }
 
     // MARK: Starting
@@ -708,7 +504,7 @@ struct QueueStateMachine<Member: AnyObject> {
     ) {
         guard !records[Int(slot)].isEnding else { return }
         records[Int(slot)].isEnding = true
-        removeFromName(slot)
+        names.remove(slot)
         let member = records[Int(slot)].member!
         if let newcomer {
             actions.append(.replace(member, by: newcomer))
@@ -745,7 +541,7 @@ struct QueueStateMachine<Member: AnyObject> {
         liveCount -= 1
         periodEnded += 1
         forgetSample(slot)
-        removeFromName(slot)
+        names.remove(slot)
         leaveLane(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
         case .ready:
@@ -783,7 +579,7 @@ struct QueueStateMachine<Member: AnyObject> {
     mutating func memberStopped(_ handle: Handle) {
         guard let slot = slot(of: handle) else { return }
         records[Int(slot)].isEnding = true
-        removeFromName(slot)
+        names.remove(slot)
     }
 
     /// An executing member failed an attempt and will make another one after `delay`
@@ -1031,9 +827,7 @@ struct QueueStateMachine<Member: AnyObject> {
         startOrder.removeAll()
         sampled = [:]
         sampledSum = 0
-        names = [:]
-        groups = []
-        freeGroups = []
+        names.removeAll()
     }
 
     /// The deliverer began the background time of `period`: its members may start.
@@ -1060,11 +854,7 @@ struct QueueStateMachine<Member: AnyObject> {
     // MARK: Deliveries
 
     private mutating func post(_ delivery: Delivery, actions: inout Actions) {
-        outbox.append(delivery)
-        if !isDelivering {
-            isDelivering = true
-            actions.append(.deliver)
-        }
+        if outbox.post(delivery) == .becameDeliverer { actions.append(.deliver) }
     }
 
     /// The storage settled a rejection or a join of this transition that did not take
@@ -1073,16 +863,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// admitted), or goes (one turned away at its add was never in the queue). O(events
     /// not yet delivered), on this rare path only.
     mutating func correctEvent(of member: Member, admitted: Bool, outcome: AsyncTask.Outcome?) {
-        guard
-            let index = outbox.lastIndex(where: {
-                if case .event(let event) = $0 { event.member === member } else { false }
-            })
-        else { return }
-        if admitted, let outcome {
-            outbox[index] = .event(.ended(member, outcome))
-        } else {
-            outbox.remove(at: index)
-        }
+        outbox.correctEvent(of: member, admitted: admitted, outcome: outcome)
     }
 
     /// Per-member events cost nothing while nobody listens.
@@ -1096,16 +877,8 @@ struct QueueStateMachine<Member: AnyObject> {
     /// contents are dropped), for the deliverer; `false` when there are none left (the
     /// caller stops delivering). The two buffers are reused, not reallocated.
     mutating func takeDeliveries(into batch: inout [Delivery]) -> Bool {
-        batch.removeAll(keepingCapacity: true)
         progressPosted = false
-        guard !outbox.isEmpty else {
-            isDelivering = false
-            if batch.capacity <= 64 { swap(&batch, &spareOutbox) }
-            return false
-        }
-        if batch.capacity == 0 { swap(&batch, &spareOutbox) }
-        swap(&outbox, &batch)
-        return true
+        return outbox.take(into: &batch)
     }
 
     /// Registers someone waiting for the queue to be idle: returns the registration
@@ -1279,81 +1052,3 @@ struct QueueStateMachine<Member: AnyObject> {
 
 extension QueueStateMachine: Sendable where Member: Sendable {}
 extension QueueStateMachine.Record: Sendable where Member: Sendable {}
-extension QueueStateMachine.Admission: Sendable where Member: Sendable {}
-extension QueueStateMachine.Action: Sendable where Member: Sendable {}
-extension QueueStateMachine.Actions: Sendable where Member: Sendable {}
-extension QueueStateMachine.Delivery: Sendable where Member: Sendable {}
-
-/// What a queue reports to its listeners.
-enum QueueEvent<Member> {
-    case enqueued(Member)
-    case started(Member)
-    case ended(Member, AsyncTask.Outcome)
-    /// An attempt failed; another one follows.
-    case retrying(Member, RetryNote)
-    /// A member joined the live member `primary` instead of being added.
-    case joined(Member, primary: Member)
-    /// A member was escalated to `priority` (a raw `TaskPriority`).
-    case escalated(Member, priority: UInt8)
-    case backgroundTimeExpiring
-}
-
-/// What listeners hear of a failed attempt: its number, its error, and the wait before
-/// the next one.
-struct RetryNote: Sendable {
-    let attempt: Int
-    let error: any Error
-    let delay: Duration
-}
-
-extension QueueEvent: Sendable where Member: Sendable {}
-
-extension QueueEvent {
-    /// The member the event is about.
-    var member: Member? {
-        switch self {
-        case .enqueued(let member), .started(let member), .ended(let member, _), .retrying(let member, _),
-            .joined(let member, _), .escalated(let member, _):
-            member
-        case .backgroundTimeExpiring: nil
-        }
-    }
-
-    var kind: ObservedEvents {
-        switch self {
-        case .enqueued: .enqueued
-        case .started: .started
-        case .ended: .ended
-        case .retrying: .retrying
-        case .joined: .joined
-        case .escalated: .escalated
-        case .backgroundTimeExpiring: .backgroundTimeExpiring
-        }
-    }
-}
-
-/// Which kinds of ``QueueEvent`` a queue emits: every kind while someone listens to its
-/// events, the kinds its observers need otherwise (see ``QueueObserver``), none at all
-/// by default — an unobserved queue posts nothing.
-struct ObservedEvents: OptionSet, Sendable {
-    let rawValue: UInt8
-
-    static let enqueued = Self(rawValue: 1 << 0)
-    static let started = Self(rawValue: 1 << 1)
-    static let ended = Self(rawValue: 1 << 2)
-    static let backgroundTimeExpiring = Self(rawValue: 1 << 3)
-    static let retrying = Self(rawValue: 1 << 4)
-    static let joined = Self(rawValue: 1 << 5)
-    static let escalated = Self(rawValue: 1 << 6)
-    static let all: Self = [.enqueued, .started, .ended, .backgroundTimeExpiring, .retrying, .joined, .escalated]
-}
-
-/// What happened to one member, for ``QueueMember/publicEvent(_:)``.
-enum MemberEvent: Sendable {
-    case enqueued
-    case started
-    case ended(AsyncTask.Outcome)
-    case retrying(RetryNote)
-    case joined(primary: any QueueMember)
-    case escalated(priority: UInt8)
-}
