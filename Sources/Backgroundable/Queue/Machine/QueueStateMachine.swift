@@ -79,18 +79,15 @@ struct QueueStateMachine<Member: AnyObject> {
     private var names = NameIndex()
     private var tickets: UInt64 = 0
 
-    /// Ready members by priority, highest first; FIFO within a priority.
-    private var ready: [(priority: UInt8, queue: TicketQueue)] = []
-    private var readyCount = 0
+    /// Ready members by rank, highest first; first come, first served within a rank.
+    private var ready = ReadyQueue()
     private var deadlines = DeadlineHeap()
     private var timedCount = 0
     /// The start times of delayed members, earliest first (ties in admission order);
     /// the one sleeper serves them and the deadlines together.
     private var startTimes = DeadlineHeap()
     private var delayedCount = 0
-    /// The last member of each lane, by lane; and the lane of each such member.
-    private var laneTails: [String: Int32] = [:]
-    private var lanesByTail: [Int32: String] = [:]
+    private var lanes = Lanes()
 
     private(set) var enqueuedCount = 0
     private(set) var executingCount = 0
@@ -277,26 +274,11 @@ struct QueueStateMachine<Member: AnyObject> {
         if admission.escalated { emit(.escalated(member, priority: admission.priority), actions: &actions) }
     }
 
-    /// Makes `slot` the last member of `lane`: returns the member it waits behind (the
-    /// lane's previous last one), or -1 when the lane was empty (or `lane` is `nil`).
+    /// Makes `slot` the last member of `lane`: returns the member it waits behind, or -1
+    /// when the lane was empty (or `lane` is `nil`).
     private mutating func joinLane(_ lane: String?, _ slot: Int32) -> Int32 {
         guard let lane else { return -1 }
-        lanesByTail[slot] = lane
-        guard let tail = laneTails.updateValue(slot, forKey: lane) else { return -1 }
-        lanesByTail[tail] = nil
-        return tail
-    }
-
-    /// A member leaves: if it was the last of its lane, the member before it (if it is
-    /// blocked behind one) is the last now, or the lane is empty.
-    private mutating func leaveLane(_ slot: Int32, predecessor: Int32) {
-        guard !lanesByTail.isEmpty, let lane = lanesByTail.removeValue(forKey: slot) else { return }
-        if predecessor >= 0 {
-            laneTails[lane] = predecessor
-            lanesByTail[predecessor] = lane
-        } else {
-            laneTails[lane] = nil
-        }
+        return lanes.join(lane, slot) ?? -1
     }
 
     private mutating func allocate() -> Int32 {
@@ -321,13 +303,7 @@ struct QueueStateMachine<Member: AnyObject> {
         records[Int(slot)].place = .ready
         let rank = Self.rank(records[Int(slot)].priority)
         let entry = TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket)
-        var index = 0
-        while index < ready.count, ready[index].priority > rank { index += 1 }
-        if index == ready.count || ready[index].priority != rank {
-            ready.insert((rank, TicketQueue()), at: index)
-        }
-        ready[index].queue.append(entry)
-        readyCount += 1
+        ready.insert(entry, rank: rank)
     }
 
     /// Whether `entry`, queued at `rank`, names a ready member of that rank (an escalated
@@ -348,32 +324,21 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// The next member to start, taken out of its ready queue (it still counts as ready
-    /// until ``start(_:actions:)`` moves it on). Empty levels stay (with
-    /// their buffers) for the next members of their priority: there are at most as many
-    /// as distinct priorities in use, and an idle queue drops them if there are many.
+    /// until ``start(_:actions:)`` moves it on).
     private mutating func popReady() -> Int32? {
-        guard readyCount > 0 else { return nil }
-        for index in ready.indices {
-            // Read before the loop: an argument read from `self` next to the call that
-            // borrows it would copy the whole machine (≈ 20 % on `e2e.BackgroundQueue.limit1`).
-            let rank = ready[index].priority
-            while let entry = ready[index].queue.first {
-                ready[index].queue.removeFirst()
-                if isReady(entry, rank: rank) { return entry.slot }
-            }
+        guard ready.count > 0 else { return nil }
+        while let (entry, rank) = ready.popFirst() {
+            if isReady(entry, rank: rank) { return entry.slot }
         }
         return nil
     }
 
     /// Whether a ready member is waiting (drops the stale entries in front of it).
     private mutating func hasReady() -> Bool {
-        guard readyCount > 0 else { return false }
-        for index in ready.indices {
-            let rank = ready[index].priority
-            while let entry = ready[index].queue.first {
-                if isReady(entry, rank: rank) { return true }
-                ready[index].queue.removeFirst()
-            }
+        guard ready.count > 0 else { return false }
+        while let (entry, rank) = ready.first {
+            if isReady(entry, rank: rank) { return true }
+            _ = ready.popFirst()
         }
         return false
     }
@@ -420,7 +385,7 @@ struct QueueStateMachine<Member: AnyObject> {
             return
         }
         enqueuedCount -= 1
-        readyCount -= 1
+        ready.memberLeft()
         executingCount += 1
         records[Int(slot)].place = .executing
         records[Int(slot)].attempt &+= 1
@@ -542,11 +507,11 @@ struct QueueStateMachine<Member: AnyObject> {
         periodEnded += 1
         forgetSample(slot)
         names.remove(slot)
-        leaveLane(slot, predecessor: place.isBlocked ? predecessor : -1)
+        lanes.leave(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
         case .ready:
             enqueuedCount -= 1
-            readyCount -= 1
+            ready.memberLeft()
         case .blocked, .blockedDelayed:
             enqueuedCount -= 1
             // Splice it out of its group: the predecessor now leads to the successor.
@@ -625,7 +590,7 @@ struct QueueStateMachine<Member: AnyObject> {
         records[Int(slot)].priority = priority
         if records[Int(slot)].place == .ready {
             // Its entry at the former rank goes stale; makeReady counts it again.
-            readyCount -= 1
+            ready.memberLeft()
             makeReady(slot)
         }
         let member = records[Int(slot)].member!
@@ -738,17 +703,9 @@ struct QueueStateMachine<Member: AnyObject> {
             let records = self.records
             startOrder.compact { Self.isStarted($0, in: records) }
         }
-        if ready.count > 0 {
-            var total = 0
-            for level in ready { total += level.queue.count }
-            if total > 64 + 2 * readyCount {
-                let records = self.records
-                for index in ready.indices {
-                    let rank = ready[index].priority
-                    ready[index].queue.compact { Self.isReady($0, rank: rank, in: records) }
-                }
-                ready.removeAll { $0.queue.isEmpty }
-            }
+        if ready.entryCount > 64 + 2 * ready.count {
+            let records = self.records
+            ready.compact { Self.isReady($0, rank: $1, in: records) }
         }
     }
 
@@ -814,16 +771,10 @@ struct QueueStateMachine<Member: AnyObject> {
             records = []
             freeSlots = []
         }
-        if ready.count > 8 {
-            ready = []
-        } else {
-            for index in ready.indices { ready[index].queue.removeAll() }
-        }
-        readyCount = 0
+        ready.removeAll()
         deadlines.removeAll()
         startTimes.removeAll()
-        laneTails = [:]
-        lanesByTail = [:]
+        lanes.removeAll()
         startOrder.removeAll()
         sampled = [:]
         sampledSum = 0
@@ -1036,16 +987,15 @@ struct QueueStateMachine<Member: AnyObject> {
             timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count,
             delayed: live.filter { $0.place.isDelayed }.count
         )
-        guard (liveCount, readyCount, timedCount, delayedCount) != counts else { return nil }
+        guard (liveCount, ready.count, timedCount, delayedCount) != counts else { return nil }
         return
-            "counts (live, ready, timed, delayed) are \((liveCount, readyCount, timedCount, delayedCount)), records say \(counts)"
+            "counts (live, ready, timed, delayed) are \((liveCount, ready.count, timedCount, delayedCount)), records say \(counts)"
     }
 
     /// Memory the machine holds, in entries: for tests that check nothing leaks.
     var footprint: (records: Int, readyEntries: Int, deadlineEntries: Int, names: Int, lanes: Int) {
         (
-            records.count, ready.reduce(0) { $0 + $1.queue.count }, deadlines.count + startTimes.count, names.count,
-            laneTails.count + lanesByTail.count
+            records.count, ready.entryCount, deadlines.count + startTimes.count, names.count, lanes.count
         )
     }
 }
