@@ -81,20 +81,14 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Ready members by rank, highest first; first come, first served within a rank.
     private var ready = ReadyQueue()
-    private var deadlines = DeadlineHeap()
-    private var timedCount = 0
-    /// The start times of delayed members, earliest first (ties in admission order);
-    /// the one sleeper serves them and the deadlines together.
-    private var startTimes = DeadlineHeap()
-    private var delayedCount = 0
+    /// Deadlines, start times and the sleeper that serves them.
+    private var timers = Timers()
     private var lanes = Lanes()
 
     private(set) var enqueuedCount = 0
     private(set) var executingCount = 0
     /// A drainer task was asked for and has not stopped yet.
     private(set) var isDrainerScheduled = false
-    private var sleeper: (deadline: Int64, generation: UInt64)?
-    private var sleeperGenerations: UInt64 = 0
 
     private(set) var isBusy = false
     /// Idle → busy transitions so far: the current or last busy period.
@@ -403,25 +397,24 @@ struct QueueStateMachine<Member: AnyObject> {
         let entry = DeadlineHeap.Entry(
             deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket,
             attempt: records[Int(slot)].attempt)
-        deadlines.insert(entry)
-        timedCount += 1
-        wakeSleeper(at: entry.deadline, actions: &actions)
+        arm(timers.armDeadline(entry), actions: &actions)
     }
 
     /// A delayed member waits until `startTime`.
     private mutating func waitForStartTime(_ slot: Int32, _ startTime: Int64, actions: inout Actions) {
-        startTimes.insert(.init(deadline: startTime, slot: slot, ticket: records[Int(slot)].ticket))
-        delayedCount += 1
-        wakeSleeper(at: startTime, actions: &actions)
+        let entry = DeadlineHeap.Entry(deadline: startTime, slot: slot, ticket: records[Int(slot)].ticket)
+        arm(timers.waitForStartTime(entry), actions: &actions)
     }
 
     /// Makes sure the sleeper wakes up at `time`: a new sleeper is armed when it is
     /// earlier than the current one's.
     private mutating func wakeSleeper(at time: Int64, actions: inout Actions) {
-        guard sleeper.map({ time < $0.deadline }) ?? true else { return }
-        sleeperGenerations += 1
-        sleeper = (time, sleeperGenerations)
-        actions.append(.armSleeper(deadline: time, generation: sleeperGenerations))
+        arm(timers.wake(at: time), actions: &actions)
+    }
+
+    private func arm(_ wake: Timers.Wake?, actions: inout Actions) {
+        guard let wake else { return }
+        actions.append(.armSleeper(deadline: wake.deadline, generation: wake.generation))
     }
 
     /// The front end started an external member (`handle`, from ``addExternal(_:actions:)``)
@@ -523,9 +516,9 @@ struct QueueStateMachine<Member: AnyObject> {
             enqueuedCount -= 1
         case .executing:
             executingCount -= 1
-            if records[Int(slot)].timeout > 0 { timedCount -= 1 }
+            if records[Int(slot)].timeout > 0 { timers.deadlineLeft() }
         }
-        if place.isDelayed { delayedCount -= 1 }
+        if place.isDelayed { timers.startTimeLeft() }
         if !place.isBlocked, successor >= 0 {
             records[Int(successor)].predecessor = -1
             if records[Int(successor)].place == .blockedDelayed {
@@ -562,7 +555,7 @@ struct QueueStateMachine<Member: AnyObject> {
         guard let slot = slot(of: handle), records[Int(slot)].place == .executing, !records[Int(slot)].isEnding
         else { return false }
         executingCount -= 1
-        if records[Int(slot)].timeout > 0 { timedCount -= 1 }
+        if records[Int(slot)].timeout > 0 { timers.deadlineLeft() }
         forgetSample(slot)
         enqueuedCount += 1
         if delay > 0 {
@@ -627,19 +620,17 @@ struct QueueStateMachine<Member: AnyObject> {
     /// next time to sleep until, or `nil` when this sleeper should stop (nothing is
     /// left, or a newer sleeper took over).
     mutating func deadlineReached(generation: UInt64, actions: inout Actions) -> Int64? {
-        guard let current = sleeper, current.generation == generation else { return nil }
+        guard timers.isCurrent(generation) else { return nil }
         let now = now()
-        while let entry = deadlines.first, entry.deadline <= now {
-            deadlines.removeFirst()
+        while let entry = timers.popDeadline(dueBy: now) {
             if isExecuting(entry) {
                 markEnding(entry.slot, .timedOut, actions: &actions)
             }
         }
         var becameReady = false
-        while let entry = startTimes.first, entry.deadline <= now {
-            startTimes.removeFirst()
+        while let entry = timers.popStartTime(dueBy: now) {
             guard isDelayed(entry) else { continue }
-            delayedCount -= 1
+            timers.startTimeLeft()
             if records[Int(entry.slot)].place == .blockedDelayed {
                 records[Int(entry.slot)].place = .blocked
             } else {
@@ -647,11 +638,11 @@ struct QueueStateMachine<Member: AnyObject> {
                 becameReady = true
             }
         }
-        while let entry = deadlines.first, !isExecuting(entry) {
-            deadlines.removeFirst()
+        while let entry = timers.firstDeadline, !isExecuting(entry) {
+            timers.removeFirstDeadline()
         }
-        while let entry = startTimes.first, !isDelayed(entry) {
-            startTimes.removeFirst()
+        while let entry = timers.firstStartTime, !isDelayed(entry) {
+            timers.removeFirstStartTime()
         }
         if becameReady { startReady(inline: 64, actions: &actions) }
         if let sample = progressSample, sample <= now {
@@ -659,14 +650,7 @@ struct QueueStateMachine<Member: AnyObject> {
             actions.append(.sampleProgress(executingMembers(limit: .max)))
             scheduleProgressSample(actions: &actions)
         }
-        let next = [deadlines.first?.deadline, startTimes.first?.deadline, progressSample].lazy.compactMap { $0 }
-            .min()
-        guard let next else {
-            sleeper = nil
-            return nil
-        }
-        sleeper = (next, generation)
-        return next
+        return timers.sleep(generation, orUntil: progressSample)
     }
 
     private func isExecuting(_ entry: DeadlineHeap.Entry) -> Bool {
@@ -691,13 +675,13 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Drops stale queue and heap entries once they outnumber the live ones, so memory
     /// follows the live members, not the members ever added.
     private mutating func compactIfMostlyStale() {
-        if deadlines.count > 64 + 2 * timedCount {
+        if timers.deadlinesAreMostlyStale {
             let records = self.records
-            deadlines.compact { Self.isExecuting($0, in: records) }
+            timers.compactDeadlines { Self.isExecuting($0, in: records) }
         }
-        if startTimes.count > 64 + 2 * delayedCount {
+        if timers.startTimesAreMostlyStale {
             let records = self.records
-            startTimes.compact { Self.isDelayed($0, in: records) }
+            timers.compactStartTimes { Self.isDelayed($0, in: records) }
         }
         if startOrder.count > 64 + 2 * executingCount {
             let records = self.records
@@ -772,8 +756,7 @@ struct QueueStateMachine<Member: AnyObject> {
             freeSlots = []
         }
         ready.removeAll()
-        deadlines.removeAll()
-        startTimes.removeAll()
+        timers.removeAll()
         lanes.removeAll()
         startOrder.removeAll()
         sampled = [:]
@@ -987,15 +970,15 @@ struct QueueStateMachine<Member: AnyObject> {
             timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count,
             delayed: live.filter { $0.place.isDelayed }.count
         )
-        guard (liveCount, ready.count, timedCount, delayedCount) != counts else { return nil }
+        guard (liveCount, ready.count, timers.timedCount, timers.delayedCount) != counts else { return nil }
         return
-            "counts (live, ready, timed, delayed) are \((liveCount, ready.count, timedCount, delayedCount)), records say \(counts)"
+            "counts (live, ready, timed, delayed) are \((liveCount, ready.count, timers.timedCount, timers.delayedCount)), records say \(counts)"
     }
 
     /// Memory the machine holds, in entries: for tests that check nothing leaks.
     var footprint: (records: Int, readyEntries: Int, deadlineEntries: Int, names: Int, lanes: Int) {
         (
-            records.count, ready.entryCount, deadlines.count + startTimes.count, names.count, lanes.count
+            records.count, ready.entryCount, timers.entryCount, names.count, lanes.count
         )
     }
 }
