@@ -66,8 +66,6 @@ struct QueueStateMachine<Member: AnyObject> {
     private(set) var acceptsWork = true
     /// Whether anyone listens to per-member events (set by the storage).
     var observedEvents: ObservedEvents = []
-    /// `false` for a queue with no busy periods (the bridge's shared deadline keeper).
-    let reportsBusyPeriods: Bool
     /// The clock, in nanoseconds; injected by tests.
     let now: @Sendable () -> Int64
 
@@ -90,15 +88,12 @@ struct QueueStateMachine<Member: AnyObject> {
     /// A drainer task was asked for and has not stopped yet.
     private(set) var isDrainerScheduled = false
 
-    private(set) var isBusy = false
-    /// Idle → busy transitions so far: the current or last busy period.
-    private(set) var period: UInt64 = 0
-    /// Members start only once the busy period's background time is held.
-    private var backgroundTimeHeld: Bool
-    private var idleDeliveredThrough: UInt64 = 0
-    /// Who waits for idle, by registration number: the busy period they wait out.
-    private var idleWaiters: [UInt64: (period: UInt64, waiter: Continuation<Void>)] = [:]
-    private var idleWaiterIDs: UInt64 = 0
+    /// Busy periods, their background time, and who waits for idle.
+    private var busy: BusyPeriods
+    var isBusy: Bool { busy.isBusy }
+    /// The current or last busy period.
+    var period: UInt64 { busy.period }
+    var reportsBusyPeriods: Bool { busy.reportsBusyPeriods }
     private var outbox = Outbox<Member>()
 
     /// Members admitted in the current busy period (the last one while idle), and how
@@ -134,8 +129,7 @@ struct QueueStateMachine<Member: AnyObject> {
     ) {
         self.progressSampleInterval = progressSampleInterval
         self.limit = Swift.max(1, limit)
-        self.reportsBusyPeriods = reportsBusyPeriods
-        self.backgroundTimeHeld = !reportsBusyPeriods
+        self.busy = BusyPeriods(reportsBusyPeriods: reportsBusyPeriods)
         self.now = now
     }
 
@@ -314,7 +308,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Whether anything may start now.
     private var mayStart: Bool {
-        backgroundTimeHeld && suspensions == 0 && executingCount < limit
+        busy.backgroundTimeHeld && suspensions == 0 && executingCount < limit
     }
 
     /// The next member to start, taken out of its ready queue (it still counts as ready
@@ -728,22 +722,17 @@ struct QueueStateMachine<Member: AnyObject> {
     // MARK: Busy periods and background time
 
     private mutating func becomeBusyIfIdle(actions: inout Actions) {
-        guard !isBusy else { return }
-        isBusy = true
-        period += 1
+        guard case .began(let period, let reported)? = busy.memberArrived() else { return }
         periodAdmitted = 0
         periodEnded = 0
-        guard reportsBusyPeriods else { return }
-        backgroundTimeHeld = false
-        post(.busy(period: period), actions: &actions)
+        if reported { post(.busy(period: period), actions: &actions) }
     }
 
     /// `true` when the queue went idle.
     private mutating func becomeIdleIfDone(actions: inout Actions) -> Bool {
-        guard isBusy, liveCount == 0 else { return false }
-        isBusy = false
+        guard case .ended(let period, let reported)? = busy.membersLeft(liveCount: liveCount) else { return false }
         releaseStorage()
-        guard reportsBusyPeriods else { return true }
+        guard reported else { return true }
         post(.idle(period: period), actions: &actions)
         if isClosed { post(.closed, actions: &actions) }
         return true
@@ -766,8 +755,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// The deliverer began the background time of `period`: its members may start.
     mutating func backgroundTimeBegun(period begun: UInt64, actions: inout Actions) {
-        guard isBusy, begun == period, !backgroundTimeHeld else { return }
-        backgroundTimeHeld = true
+        guard busy.backgroundTimeBegun(period: begun) else { return }
         startReady(inline: 1, actions: &actions)
     }
 
@@ -819,26 +807,19 @@ struct QueueStateMachine<Member: AnyObject> {
     /// (for ``stopWaitingUntilIdle(_:)``), or `nil` when the queue already is idle (and
     /// everybody was told): the caller returns at once.
     mutating func waitUntilIdle(_ waiter: Continuation<Void>) -> UInt64? {
-        if !isBusy && idleDeliveredThrough == period { return nil }
-        idleWaiterIDs += 1
-        idleWaiters[idleWaiterIDs] = (period, waiter)
-        return idleWaiterIDs
+        busy.waitUntilIdle(waiter)
     }
 
     /// The waiter of `registration` stopped waiting (its task was cancelled): returns its
     /// continuation to resume, or `nil` when ``idleDelivered(period:)`` handed it out
     /// already. Either way it is handed out exactly once.
     mutating func stopWaitingUntilIdle(_ registration: UInt64) -> Continuation<Void>? {
-        idleWaiters.removeValue(forKey: registration)?.waiter
+        busy.stopWaitingUntilIdle(registration)
     }
 
     /// The idle notification of `period` was delivered: returns the waiters it covers.
     mutating func idleDelivered(period delivered: UInt64) -> [Continuation<Void>] {
-        idleDeliveredThrough = Swift.max(idleDeliveredThrough, delivered)
-        guard !idleWaiters.isEmpty else { return [] }
-        let covered = idleWaiters.filter { $0.value.period <= delivered }
-        for registration in covered.keys { idleWaiters[registration] = nil }
-        return covered.values.map(\.waiter)
+        busy.idleDelivered(period: delivered)
     }
 
     // MARK: Progress
