@@ -96,38 +96,21 @@ struct QueueStateMachine<Member: AnyObject> {
     var reportsBusyPeriods: Bool { busy.reportsBusyPeriods }
     private var outbox = Outbox<Member>()
 
-    /// Members admitted in the current busy period (the last one while idle), and how
-    /// many of them reached their outcome: the queue's progress in whole members.
-    private(set) var periodAdmitted = 0
-    private(set) var periodEnded = 0
-    /// The executing members in the order they started. An entry whose member stopped
-    /// executing is stale: skipped, and dropped once stale entries outnumber live ones.
-    private var startOrder = TicketQueue()
-    /// The partial progress of executing members as last sampled (non-zero values only),
-    /// by slot (a member leaving its slot leaves this too), and their sum: what watchers
-    /// hear between two samples.
-    private var sampled: [Int32: Double] = [:]
-    private var sampledSum = 0.0
-    /// Who watches the queue's progress (streams, models, providers); how many of them
-    /// want the executing members' names too.
-    private var progressWatchers = 0
-    private var namesWatchers = 0
-    /// A ``Delivery/progress`` is in the outbox.
-    private var progressPosted = false
-    /// When the sleeper next samples the executing members' progress: set while someone
-    /// watches and a member executes, `nil` otherwise.
-    private var progressSample: Int64?
+    /// The progress watchers hear: counts of the period, samples, start order.
+    private var progress: ProgressTracker
+    var periodAdmitted: Int { progress.admitted }
+    var periodEnded: Int { progress.ended }
     /// How often watchers hear the partial progress of executing members, in
     /// nanoseconds: reporting is a plain store in the member, so it is sampled rather
     /// than pushed (10 Hz by default; the model-based test samples faster).
-    let progressSampleInterval: Int64
+    var progressSampleInterval: Int64 { progress.sampleInterval }
     static var defaultProgressSampleInterval: Int64 { 100_000_000 }
 
     init(
         limit: Int, reportsBusyPeriods: Bool = true, progressSampleInterval: Int64 = defaultProgressSampleInterval,
         now: @escaping @Sendable () -> Int64
     ) {
-        self.progressSampleInterval = progressSampleInterval
+        self.progress = ProgressTracker(sampleInterval: progressSampleInterval)
         self.limit = Swift.max(1, limit)
         self.busy = BusyPeriods(reportsBusyPeriods: reportsBusyPeriods)
         self.now = now
@@ -234,7 +217,7 @@ struct QueueStateMachine<Member: AnyObject> {
         if let name = admission.name { names.insert(slot, named: name) }
         enqueuedCount += 1
         becomeBusyIfIdle(actions: &actions)
-        periodAdmitted += 1
+        progress.memberAdmitted()
         noteProgress(actions: &actions)
         return slot
     }
@@ -491,8 +474,8 @@ struct QueueStateMachine<Member: AnyObject> {
             records[Int(slot)].place, records[Int(slot)].predecessor, records[Int(slot)].successor
         )
         liveCount -= 1
-        periodEnded += 1
-        forgetSample(slot)
+        progress.memberEnded()
+        progress.forget(slot)
         names.remove(slot)
         lanes.leave(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
@@ -550,7 +533,7 @@ struct QueueStateMachine<Member: AnyObject> {
         else { return false }
         executingCount -= 1
         if records[Int(slot)].timeout > 0 { timers.deadlineLeft() }
-        forgetSample(slot)
+        progress.forget(slot)
         enqueuedCount += 1
         if delay > 0 {
             records[Int(slot)].place = .delayed
@@ -639,12 +622,11 @@ struct QueueStateMachine<Member: AnyObject> {
             timers.removeFirstStartTime()
         }
         if becameReady { startReady(inline: 64, actions: &actions) }
-        if let sample = progressSample, sample <= now {
-            progressSample = nil
+        if progress.takeSample(dueBy: now) {
             actions.append(.sampleProgress(executingMembers(limit: .max)))
             scheduleProgressSample(actions: &actions)
         }
-        return timers.sleep(generation, orUntil: progressSample)
+        return timers.sleep(generation, orUntil: progress.nextSample)
     }
 
     private func isExecuting(_ entry: DeadlineHeap.Entry) -> Bool {
@@ -677,9 +659,9 @@ struct QueueStateMachine<Member: AnyObject> {
             let records = self.records
             timers.compactStartTimes { Self.isDelayed($0, in: records) }
         }
-        if startOrder.count > 64 + 2 * executingCount {
+        if progress.startOrderIsMostlyStale(executing: executingCount) {
             let records = self.records
-            startOrder.compact { Self.isStarted($0, in: records) }
+            progress.compactStartOrder { Self.isStarted($0, in: records) }
         }
         if ready.entryCount > 64 + 2 * ready.count {
             let records = self.records
@@ -723,8 +705,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     private mutating func becomeBusyIfIdle(actions: inout Actions) {
         guard case .began(let period, let reported)? = busy.memberArrived() else { return }
-        periodAdmitted = 0
-        periodEnded = 0
+        progress.periodBegan()
         if reported { post(.busy(period: period), actions: &actions) }
     }
 
@@ -747,9 +728,7 @@ struct QueueStateMachine<Member: AnyObject> {
         ready.removeAll()
         timers.removeAll()
         lanes.removeAll()
-        startOrder.removeAll()
-        sampled = [:]
-        sampledSum = 0
+        progress.removeAll()
         names.removeAll()
     }
 
@@ -799,7 +778,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// contents are dropped), for the deliverer; `false` when there are none left (the
     /// caller stops delivering). The two buffers are reused, not reallocated.
     mutating func takeDeliveries(into batch: inout [Delivery]) -> Bool {
-        progressPosted = false
+        progress.deliveriesTaken()
         return outbox.take(into: &batch)
     }
 
@@ -828,8 +807,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// `names`): they hear it now, then after every change. Balanced by
     /// ``unwatchProgress(names:)``.
     mutating func watchProgress(names: Bool, actions: inout Actions) {
-        progressWatchers += 1
-        if names { namesWatchers += 1 }
+        progress.watch(names: names)
         // The newcomer hears the current progress through the deliverer, in order with
         // what is delivered after it (a delivery already posted covers it too).
         noteProgress(actions: &actions)
@@ -837,59 +815,35 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     mutating func unwatchProgress(names: Bool) {
-        progressWatchers -= 1
-        if names { namesWatchers -= 1 }
-        if progressWatchers == 0 { progressSample = nil }
+        progress.unwatch(names: names)
     }
 
     /// The storage read the progress of the members of a ``Action/sampleProgress(_:)``:
     /// the sampled values of those still executing replace their earlier ones, and
     /// watchers hear the new sum if it changed.
     mutating func progressSampled(_ samples: [(Handle, Double)], actions: inout Actions) {
-        let before = sampledSum
+        let before = progress.sampledSum
         for (handle, value) in samples {
             guard let slot = slot(of: handle), records[Int(slot)].place == .executing else { continue }
-            forgetSample(slot)
-            guard value > 0 else { continue }
-            sampled[slot] = value
-            sampledSum += value
+            progress.record(value, for: slot)
         }
-        if sampledSum != before { noteProgress(actions: &actions) }
-    }
-
-    /// A member stopped executing: its sampled progress no longer counts.
-    private mutating func forgetSample(_ slot: Int32) {
-        guard !sampled.isEmpty, let old = sampled.removeValue(forKey: slot) else { return }
-        sampledSum = sampled.isEmpty ? 0 : Swift.max(0, sampledSum - old)
-    }
-
-    /// What the deliverer reads of the queue's progress, under the lock: its counts, the
-    /// executing members' progress as last sampled, and, when names are watched, up to
-    /// `names` executing members in the order they started.
-    struct ProgressReading {
-        var isBusy: Bool
-        var admitted: Int
-        var ended: Int
-        var enqueued: Int
-        var executing: Int
-        var executingProgress: Double
-        var executingMembers: [Member] = []
+        if progress.sampledSum != before { noteProgress(actions: &actions) }
     }
 
     /// The progress as watchers hear it. O(1), plus O(`names`) and the stale start-order
     /// entries it passes when names are watched.
     func readProgress(names limit: Int) -> ProgressReading {
         ProgressReading(
-            isBusy: isBusy, admitted: periodAdmitted, ended: periodEnded, enqueued: enqueuedCount,
-            executing: executingCount, executingProgress: sampledSum,
-            executingMembers: limit > 0 && namesWatchers > 0 ? executingMembers(limit: limit).map(\.1) : [])
+            isBusy: isBusy, admitted: progress.admitted, ended: progress.ended, enqueued: enqueuedCount,
+            executing: executingCount, executingProgress: progress.sampledSum,
+            executingMembers: limit > 0 && progress.namesWatchers > 0 ? executingMembers(limit: limit).map(\.1) : [])
     }
 
     /// Up to `limit` executing members, in the order they started. O(executing members)
     /// at most: stale entries are at most as many as live ones, plus 64.
     func executingMembers(limit: Int) -> [(Handle, Member)] {
         var members: [(Handle, Member)] = []
-        for entry in startOrder.elements where Self.isStarted(entry, in: records) {
+        for entry in progress.startOrder.elements where Self.isStarted(entry, in: records) {
             members.append((handle(of: entry.slot), records[Int(entry.slot)].member!))
             if members.count == limit { break }
         }
@@ -912,16 +866,13 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Watchers hear that the progress changed: one delivery until the deliverer takes
     /// it, however many changes come before. Nothing while nobody watches.
     private mutating func noteProgress(actions: inout Actions) {
-        guard progressWatchers > 0, !progressPosted else { return }
-        progressPosted = true
-        post(.progress, actions: &actions)
+        if progress.changed() { post(.progress, actions: &actions) }
     }
 
     /// A member started executing: it joins the start order, and watchers hear it.
     private mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
         let entry = Self.startEntry(slot, in: records)
-        startOrder.append(entry)
-        guard progressWatchers > 0 else { return }
+        guard progress.memberStarted(entry) else { return }
         noteProgress(actions: &actions)
         scheduleProgressSample(actions: &actions)
     }
@@ -929,10 +880,9 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Arms the next sample of the executing members' progress while someone watches
     /// and a member executes.
     private mutating func scheduleProgressSample(actions: inout Actions) {
-        guard progressWatchers > 0, executingCount > 0, progressSample == nil else { return }
-        let (sample, overflow) = now().addingReportingOverflow(progressSampleInterval)
-        progressSample = overflow ? .max : sample
-        wakeSleeper(at: progressSample!, actions: &actions)
+        guard progress.needsSample(executing: executingCount) else { return }
+        let sample = progress.scheduleSample(now: now())
+        wakeSleeper(at: sample, actions: &actions)
     }
 
     // MARK: Reading
