@@ -11,6 +11,22 @@
 /// `Member` is what the queue schedules (``AsyncTask``, or `Operation` in the bridge);
 /// the machine only stores references to members and hands them back in actions.
 ///
+/// ## Parts
+/// The machine is a coordinator that owns the member records (slots, places, sequential
+/// links) and a few small machines, each a value stored inline with its own tests; each
+/// of their events returns what it can cause, which the coordinator turns into
+/// ``Action``s:
+/// - ``NameIndex``: the live members of each name, for the uniqueness policies;
+/// - ``ReadyQueue`` and ``Lanes``: the start order by rank, and each lane's last member;
+/// - ``Timers``: deadlines, start times and the one sleeper that serves them;
+/// - ``BusyPeriods``: busy periods, their background time, and the idle waiters;
+/// - ``ProgressTracker``: what progress watchers hear, and when to sample;
+/// - ``Outbox``: the deliveries to observers, and who delivers them.
+///
+/// The coordinator's state is internal, not private, only so that its extensions in
+/// this folder (`+Observing`, `+Timing`, `+Record`) reach it; nothing outside the folder
+/// touches it.
+///
 /// ## Lifecycle of a member
 /// admitted (`ready`; `blocked` behind its predecessor in a sequential group or a lane;
 /// `delayed` until its start time; or `external`: started by its front end) →
@@ -27,35 +43,6 @@
 /// Every transition is O(1) or O(log n) in the number of live members (amortised where
 /// stale entries are compacted), whatever the names, timeouts and priorities.
 struct QueueStateMachine<Member: AnyObject> {
-    /// Where a live member is. A delayed member waits for its start time (`delayed`),
-    /// or for both its start time and its predecessor (`blockedDelayed`); once the
-    /// time has come it is `ready`, or `blocked` while its predecessor is live.
-    enum Place: UInt8 {
-        case ready, blocked, external, executing, delayed, blockedDelayed
-
-        /// Waiting behind a predecessor in a sequential group or a lane.
-        var isBlocked: Bool { self == .blocked || self == .blockedDelayed }
-        /// Waiting for its start time.
-        var isDelayed: Bool { self == .delayed || self == .blockedDelayed }
-    }
-
-    struct Record {
-        /// `nil` while the slot is free.
-        var member: Member?
-        /// Unique per admission: tells a queue or heap entry of this record from a stale one.
-        var ticket: UInt64 = 0
-        var timeout: Int64 = .min
-        var predecessor: Int32 = -1
-        var successor: Int32 = -1
-        var priority: UInt8 = 0
-        /// Its attempts so far, wrapping (see ``memberRetrying(_:after:_:actions:)``):
-        /// tells the deadline of its current attempt from an earlier one's.
-        var attempt: UInt8 = 0
-        var place = Place.ready
-        /// The queue asked for it to end; its real end is on its way.
-        var isEnding = false
-    }
-
     // MARK: State
 
     private(set) var limit: Int
@@ -69,19 +56,19 @@ struct QueueStateMachine<Member: AnyObject> {
     /// The clock, in nanoseconds; injected by tests.
     let now: @Sendable () -> Int64
 
-    private var records: [Record] = []
-    private var freeSlots: [Int32] = []
+    var records: [Record] = []
+    var freeSlots: [Int32] = []
     /// Live members: admitted and not ended (ending ones included).
     private(set) var liveCount = 0
     /// The live members of each name (ending ones excluded).
-    private var names = NameIndex()
+    var names = NameIndex()
     private var tickets: UInt64 = 0
 
     /// Ready members by rank, highest first; first come, first served within a rank.
-    private var ready = ReadyQueue()
+    var ready = ReadyQueue()
     /// Deadlines, start times and the sleeper that serves them.
-    private var timers = Timers()
-    private var lanes = Lanes()
+    var timers = Timers()
+    var lanes = Lanes()
 
     private(set) var enqueuedCount = 0
     private(set) var executingCount = 0
@@ -89,15 +76,15 @@ struct QueueStateMachine<Member: AnyObject> {
     private(set) var isDrainerScheduled = false
 
     /// Busy periods, their background time, and who waits for idle.
-    private var busy: BusyPeriods
+    var busy: BusyPeriods
     var isBusy: Bool { busy.isBusy }
     /// The current or last busy period.
     var period: UInt64 { busy.period }
     var reportsBusyPeriods: Bool { busy.reportsBusyPeriods }
-    private var outbox = Outbox<Member>()
+    var outbox = Outbox<Member>()
 
     /// The progress watchers hear: counts of the period, samples, start order.
-    private var progress: ProgressTracker
+    var progress: ProgressTracker
     var periodAdmitted: Int { progress.admitted }
     var periodEnded: Int { progress.ended }
     /// How often watchers hear the partial progress of executing members, in
@@ -160,7 +147,7 @@ struct QueueStateMachine<Member: AnyObject> {
         return handle(of: slot)
     }
 
-    private func handle(of slot: Int32) -> Handle {
+    func handle(of slot: Int32) -> Handle {
         Handle(slot: slot, ticket: records[Int(slot)].ticket)
     }
 
@@ -168,7 +155,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// free slot's is 0, so a matching ticket means the slot holds that very member.
     /// (Records are read field by field here and below: copying one would retain and
     /// release its member and name, on the path of every start and end.)
-    private func slot(of handle: Handle) -> Int32? {
+    func slot(of handle: Handle) -> Int32? {
         guard handle.slot >= 0, Int(handle.slot) < records.count,
             records[Int(handle.slot)].ticket == handle.ticket
         else { return nil }
@@ -265,12 +252,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Starting
 
-    /// The key a priority is ranked by (see ``AsyncTask/rank(_:)``).
-    private static func rank(_ priority: UInt8) -> UInt8 {
-        AsyncTask.rank(priority)
-    }
-
-    private mutating func makeReady(_ slot: Int32) {
+    mutating func makeReady(_ slot: Int32) {
         records[Int(slot)].place = .ready
         let rank = Self.rank(records[Int(slot)].priority)
         let entry = TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket)
@@ -281,12 +263,6 @@ struct QueueStateMachine<Member: AnyObject> {
     /// member leaves a stale entry at its former rank).
     private func isReady(_ entry: TicketQueue.Entry, rank: UInt8) -> Bool {
         Self.isReady(entry, rank: rank, in: records)
-    }
-
-    private static func isReady(_ entry: TicketQueue.Entry, rank: UInt8, in records: [Record]) -> Bool {
-        let index = Int(entry.slot)
-        return entry.names(records[index].ticket) && records[index].place == .ready && !records[index].isEnding
-            && Self.rank(records[index].priority) == rank
     }
 
     /// Whether anything may start now.
@@ -316,7 +292,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Starts up to `inline` members now (their start actions run on the caller's
     /// thread) and leaves the rest to a drainer.
-    private mutating func startReady(inline: Int, actions: inout Actions) {
+    mutating func startReady(inline: Int, actions: inout Actions) {
         var started = 0
         while started < inline, mayStart, let slot = popReady() {
             start(slot, actions: &actions)
@@ -385,7 +361,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Makes sure the sleeper wakes up at `time`: a new sleeper is armed when it is
     /// earlier than the current one's.
-    private mutating func wakeSleeper(at time: Int64, actions: inout Actions) {
+    mutating func wakeSleeper(at time: Int64, actions: inout Actions) {
         arm(timers.wake(at: time), actions: &actions)
     }
 
@@ -434,7 +410,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Asks for a live member to end with `outcome`: it stops counting for
     /// deduplication and can no longer start; the storage ends it.
-    private mutating func markEnding(
+    mutating func markEnding(
         _ slot: Int32, _ outcome: AsyncTask.Outcome, by newcomer: Member? = nil, actions: inout Actions
     ) {
         guard !records[Int(slot)].isEnding else { return }
@@ -589,86 +565,6 @@ struct QueueStateMachine<Member: AnyObject> {
         }
     }
 
-    // MARK: Deadlines
-
-    /// The sleeper of `generation` woke up: times out every executing member whose
-    /// deadline passed, then lets every delayed member whose start time came go on
-    /// (ready, or blocked while its predecessor is live), earliest first. Returns the
-    /// next time to sleep until, or `nil` when this sleeper should stop (nothing is
-    /// left, or a newer sleeper took over).
-    mutating func deadlineReached(generation: UInt64, actions: inout Actions) -> Int64? {
-        guard timers.isCurrent(generation) else { return nil }
-        let now = now()
-        while let entry = timers.popDeadline(dueBy: now) {
-            if isExecuting(entry) {
-                markEnding(entry.slot, .timedOut, actions: &actions)
-            }
-        }
-        var becameReady = false
-        while let entry = timers.popStartTime(dueBy: now) {
-            guard isDelayed(entry) else { continue }
-            timers.startTimeLeft()
-            if records[Int(entry.slot)].place == .blockedDelayed {
-                records[Int(entry.slot)].place = .blocked
-            } else {
-                makeReady(entry.slot)
-                becameReady = true
-            }
-        }
-        while let entry = timers.firstDeadline, !isExecuting(entry) {
-            timers.removeFirstDeadline()
-        }
-        while let entry = timers.firstStartTime, !isDelayed(entry) {
-            timers.removeFirstStartTime()
-        }
-        if becameReady { startReady(inline: 64, actions: &actions) }
-        if progress.takeSample(dueBy: now) {
-            actions.append(.sampleProgress(executingMembers(limit: .max)))
-            scheduleProgressSample(actions: &actions)
-        }
-        return timers.sleep(generation, orUntil: progress.nextSample)
-    }
-
-    private func isExecuting(_ entry: DeadlineHeap.Entry) -> Bool {
-        Self.isExecuting(entry, in: records)
-    }
-
-    private static func isExecuting(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
-        let index = Int(entry.slot)
-        return records[index].ticket == entry.ticket && records[index].place == .executing
-            && records[index].attempt == entry.attempt && !records[index].isEnding
-    }
-
-    private func isDelayed(_ entry: DeadlineHeap.Entry) -> Bool {
-        Self.isDelayed(entry, in: records)
-    }
-
-    private static func isDelayed(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
-        let index = Int(entry.slot)
-        return records[index].ticket == entry.ticket && records[index].place.isDelayed && !records[index].isEnding
-    }
-
-    /// Drops stale queue and heap entries once they outnumber the live ones, so memory
-    /// follows the live members, not the members ever added.
-    private mutating func compactIfMostlyStale() {
-        if timers.deadlinesAreMostlyStale {
-            let records = self.records
-            timers.compactDeadlines { Self.isExecuting($0, in: records) }
-        }
-        if timers.startTimesAreMostlyStale {
-            let records = self.records
-            timers.compactStartTimes { Self.isDelayed($0, in: records) }
-        }
-        if progress.startOrderIsMostlyStale(executing: executingCount) {
-            let records = self.records
-            progress.compactStartOrder { Self.isStarted($0, in: records) }
-        }
-        if ready.entryCount > 64 + 2 * ready.count {
-            let records = self.records
-            ready.compact { Self.isReady($0, rank: $1, in: records) }
-        }
-    }
-
     // MARK: Control
 
     mutating func setLimit(_ newLimit: Int, actions: inout Actions) {
@@ -700,219 +596,6 @@ struct QueueStateMachine<Member: AnyObject> {
         cancelPending(actions: &actions)
         if !isBusy { post(.closed, actions: &actions) }
     }
-
-    // MARK: Busy periods and background time
-
-    private mutating func becomeBusyIfIdle(actions: inout Actions) {
-        guard case .began(let period, let reported)? = busy.memberArrived() else { return }
-        progress.periodBegan()
-        if reported { post(.busy(period: period), actions: &actions) }
-    }
-
-    /// `true` when the queue went idle.
-    private mutating func becomeIdleIfDone(actions: inout Actions) -> Bool {
-        guard case .ended(let period, let reported)? = busy.membersLeft(liveCount: liveCount) else { return false }
-        releaseStorage()
-        guard reported else { return true }
-        post(.idle(period: period), actions: &actions)
-        if isClosed { post(.closed, actions: &actions) }
-        return true
-    }
-
-    /// An idle queue keeps nothing of the members it held.
-    private mutating func releaseStorage() {
-        if records.count > 64 {
-            records = []
-            freeSlots = []
-        }
-        ready.removeAll()
-        timers.removeAll()
-        lanes.removeAll()
-        progress.removeAll()
-        names.removeAll()
-    }
-
-    /// The deliverer began the background time of `period`: its members may start.
-    mutating func backgroundTimeBegun(period begun: UInt64, actions: inout Actions) {
-        guard busy.backgroundTimeBegun(period: begun) else { return }
-        startReady(inline: 1, actions: &actions)
-    }
-
-    /// The provider took the background time back: listeners hear it, then `policy`
-    /// decides what is cancelled.
-    mutating func backgroundTimeExpired(
-        policy: BackgroundQueue.ExpirationPolicy,
-        actions: inout Actions
-    ) {
-        emit(.backgroundTimeExpiring, actions: &actions)
-        switch policy.kind {
-        case .cancelAll: cancelAll(actions: &actions)
-        case .cancelPending: cancelPending(actions: &actions)
-        case .keepRunning: break
-        }
-    }
-
-    // MARK: Deliveries
-
-    private mutating func post(_ delivery: Delivery, actions: inout Actions) {
-        if outbox.post(delivery) == .becameDeliverer { actions.append(.deliver) }
-    }
-
-    /// The storage settled a rejection or a join of this transition that did not take
-    /// effect: the member had reached `outcome` before. The event posted about it is
-    /// corrected: it tells that outcome (a member that expired as it would start had been
-    /// admitted), or goes (one turned away at its add was never in the queue). O(events
-    /// not yet delivered), on this rare path only.
-    mutating func correctEvent(of member: Member, admitted: Bool, outcome: AsyncTask.Outcome?) {
-        outbox.correctEvent(of: member, admitted: admitted, outcome: outcome)
-    }
-
-    /// Per-member events cost nothing while nobody listens.
-    private mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout Actions) {
-        guard !observedEvents.isEmpty else { return }
-        let event = event()
-        if observedEvents.contains(event.kind) { post(.event(event), actions: &actions) }
-    }
-
-    /// Swaps the deliveries posted so far into `batch` (whose previous, delivered
-    /// contents are dropped), for the deliverer; `false` when there are none left (the
-    /// caller stops delivering). The two buffers are reused, not reallocated.
-    mutating func takeDeliveries(into batch: inout [Delivery]) -> Bool {
-        progress.deliveriesTaken()
-        return outbox.take(into: &batch)
-    }
-
-    /// Registers someone waiting for the queue to be idle: returns the registration
-    /// (for ``stopWaitingUntilIdle(_:)``), or `nil` when the queue already is idle (and
-    /// everybody was told): the caller returns at once.
-    mutating func waitUntilIdle(_ waiter: Continuation<Void>) -> UInt64? {
-        busy.waitUntilIdle(waiter)
-    }
-
-    /// The waiter of `registration` stopped waiting (its task was cancelled): returns its
-    /// continuation to resume, or `nil` when ``idleDelivered(period:)`` handed it out
-    /// already. Either way it is handed out exactly once.
-    mutating func stopWaitingUntilIdle(_ registration: UInt64) -> Continuation<Void>? {
-        busy.stopWaitingUntilIdle(registration)
-    }
-
-    /// The idle notification of `period` was delivered: returns the waiters it covers.
-    mutating func idleDelivered(period delivered: UInt64) -> [Continuation<Void>] {
-        busy.idleDelivered(period: delivered)
-    }
-
-    // MARK: Progress
-
-    /// Someone watches the queue's progress (with the executing members' names when
-    /// `names`): they hear it now, then after every change. Balanced by
-    /// ``unwatchProgress(names:)``.
-    mutating func watchProgress(names: Bool, actions: inout Actions) {
-        progress.watch(names: names)
-        // The newcomer hears the current progress through the deliverer, in order with
-        // what is delivered after it (a delivery already posted covers it too).
-        noteProgress(actions: &actions)
-        scheduleProgressSample(actions: &actions)
-    }
-
-    mutating func unwatchProgress(names: Bool) {
-        progress.unwatch(names: names)
-    }
-
-    /// The storage read the progress of the members of a ``Action/sampleProgress(_:)``:
-    /// the sampled values of those still executing replace their earlier ones, and
-    /// watchers hear the new sum if it changed.
-    mutating func progressSampled(_ samples: [(Handle, Double)], actions: inout Actions) {
-        let before = progress.sampledSum
-        for (handle, value) in samples {
-            guard let slot = slot(of: handle), records[Int(slot)].place == .executing else { continue }
-            progress.record(value, for: slot)
-        }
-        if progress.sampledSum != before { noteProgress(actions: &actions) }
-    }
-
-    /// The progress as watchers hear it. O(1), plus O(`names`) and the stale start-order
-    /// entries it passes when names are watched.
-    func readProgress(names limit: Int) -> ProgressReading {
-        ProgressReading(
-            isBusy: isBusy, admitted: progress.admitted, ended: progress.ended, enqueued: enqueuedCount,
-            executing: executingCount, executingProgress: progress.sampledSum,
-            executingMembers: limit > 0 && progress.namesWatchers > 0 ? executingMembers(limit: limit).map(\.1) : [])
-    }
-
-    /// Up to `limit` executing members, in the order they started. O(executing members)
-    /// at most: stale entries are at most as many as live ones, plus 64.
-    func executingMembers(limit: Int) -> [(Handle, Member)] {
-        var members: [(Handle, Member)] = []
-        for entry in progress.startOrder.elements where Self.isStarted(entry, in: records) {
-            members.append((handle(of: entry.slot), records[Int(entry.slot)].member!))
-            if members.count == limit { break }
-        }
-        return members
-    }
-
-    /// The start-order entry of `slot`'s current attempt: its ticket mixed with the
-    /// attempt, so that a retried member's entry from an earlier attempt is stale (a
-    /// member has at most one live entry, and stale ones never outlive a compaction).
-    private static func startEntry(_ slot: Int32, in records: [Record]) -> TicketQueue.Entry {
-        // Field by field: copying the record would retain and release its member.
-        TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket ^ UInt64(records[Int(slot)].attempt) << 24)
-    }
-
-    /// Whether `entry` is the start of an executing member's current attempt.
-    private static func isStarted(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
-        records[Int(entry.slot)].place == .executing && entry == startEntry(entry.slot, in: records)
-    }
-
-    /// Watchers hear that the progress changed: one delivery until the deliverer takes
-    /// it, however many changes come before. Nothing while nobody watches.
-    private mutating func noteProgress(actions: inout Actions) {
-        if progress.changed() { post(.progress, actions: &actions) }
-    }
-
-    /// A member started executing: it joins the start order, and watchers hear it.
-    private mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
-        let entry = Self.startEntry(slot, in: records)
-        guard progress.memberStarted(entry) else { return }
-        noteProgress(actions: &actions)
-        scheduleProgressSample(actions: &actions)
-    }
-
-    /// Arms the next sample of the executing members' progress while someone watches
-    /// and a member executes.
-    private mutating func scheduleProgressSample(actions: inout Actions) {
-        guard progress.needsSample(executing: executingCount) else { return }
-        let sample = progress.scheduleSample(now: now())
-        wakeSleeper(at: sample, actions: &actions)
-    }
-
-    // MARK: Reading
-
-    /// The live members (ending ones excluded), in admission order.
-    func liveMembers() -> [Member] {
-        records.filter { $0.member != nil && !$0.isEnding }.sorted { $0.ticket < $1.ticket }.map { $0.member! }
-    }
-
-    /// The internal counts that differ from what the records say (they steer starts and
-    /// compaction), or `nil`: for the model-based test.
-    var countDrift: String? {
-        let live = records.filter { $0.member != nil }
-        let counts = (
-            live: live.count, ready: live.filter { $0.place == .ready }.count,
-            timed: live.filter { $0.place == .executing && $0.timeout > 0 }.count,
-            delayed: live.filter { $0.place.isDelayed }.count
-        )
-        guard (liveCount, ready.count, timers.timedCount, timers.delayedCount) != counts else { return nil }
-        return
-            "counts (live, ready, timed, delayed) are \((liveCount, ready.count, timers.timedCount, timers.delayedCount)), records say \(counts)"
-    }
-
-    /// Memory the machine holds, in entries: for tests that check nothing leaks.
-    var footprint: (records: Int, readyEntries: Int, deadlineEntries: Int, names: Int, lanes: Int) {
-        (
-            records.count, ready.entryCount, timers.entryCount, names.count, lanes.count
-        )
-    }
 }
 
 extension QueueStateMachine: Sendable where Member: Sendable {}
-extension QueueStateMachine.Record: Sendable where Member: Sendable {}
