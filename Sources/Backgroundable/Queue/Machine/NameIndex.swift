@@ -71,9 +71,7 @@ struct NameIndex {
 
     /// `slot` is the newest live member of `name`.
     mutating func insert(_ slot: Int32, named name: String) {
-        if Int(slot) >= links.count {
-            links.append(contentsOf: repeatElement(Link(), count: Int(slot) + 1 - links.count))
-        }
+        while links.count <= Int(slot) { links.append(Link()) }
         if let number = groupsByName[name] {
             let last = groups[Int(number)].last
             links[Int(last)].next = slot

@@ -350,22 +350,27 @@ struct QueueStateMachine<Member: AnyObject> {
         let entry = DeadlineHeap.Entry(
             deadline: overflow ? .max : deadline, slot: slot, ticket: records[Int(slot)].ticket,
             attempt: records[Int(slot)].attempt)
-        arm(timers.armDeadline(entry), actions: &actions)
+        let wake = timers.armDeadline(entry)
+        Self.arm(wake, actions: &actions)
     }
 
     /// A delayed member waits until `startTime`.
     private mutating func waitForStartTime(_ slot: Int32, _ startTime: Int64, actions: inout Actions) {
         let entry = DeadlineHeap.Entry(deadline: startTime, slot: slot, ticket: records[Int(slot)].ticket)
-        arm(timers.waitForStartTime(entry), actions: &actions)
+        let wake = timers.waitForStartTime(entry)
+        Self.arm(wake, actions: &actions)
     }
 
     /// Makes sure the sleeper wakes up at `time`: a new sleeper is armed when it is
     /// earlier than the current one's.
     mutating func wakeSleeper(at time: Int64, actions: inout Actions) {
-        arm(timers.wake(at: time), actions: &actions)
+        let wake = timers.wake(at: time)
+        Self.arm(wake, actions: &actions)
     }
 
-    private func arm(_ wake: Timers.Wake?, actions: inout Actions) {
+    /// Static, and given a `wake` computed beforehand: a method of `self` whose argument
+    /// mutates `self` would copy the whole machine (and its buffers) first.
+    private static func arm(_ wake: Timers.Wake?, actions: inout Actions) {
         guard let wake else { return }
         actions.append(.armSleeper(deadline: wake.deadline, generation: wake.generation))
     }
