@@ -26,30 +26,37 @@ extension AsyncTask {
         /// for as soon as its queue can.
         public var notBefore: StartTime? {
             get { extras?.notBefore }
-            set { extras = .make(onTimeout: onTimeout, notBefore: newValue, lane: lane, retry: retry) }
+            set { extras = .make(onTimeout: onTimeout, notBefore: newValue, lane: extras?.lane, retry: retry) }
         }
         /// The unit's lane: the units of one lane run one at a time, in the order they
         /// were added, while units of different lanes (and units of none) run in
         /// parallel, up to the queue's limit. Independent of ``name``: a lane orders, a
         /// name deduplicates. Ignored for the members of ``BackgroundQueue/addSequence(_:)``,
         /// which are a lane of their own.
-        public var lane: String? {
-            get { extras?.lane }
-            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: newValue, retry: retry) }
+        ///
+        /// The key is any `Hashable & Sendable` value — a string, an account's `UUID`,
+        /// an enum case. Equal values of one type share a lane; values of different
+        /// types never do (`1` and `"1"`, or an `Int` 1 and a `UInt8` 1, are two lanes).
+        public var lane: (any Hashable & Sendable)? {
+            get { extras?.lane?.value }
+            set {
+                extras = .make(
+                    onTimeout: onTimeout, notBefore: notBefore, lane: newValue.map { LaneKey($0) }, retry: retry)
+            }
         }
         /// What happens when the unit's async body throws (see ``RetryPolicy``); `nil`
         /// for its queue's default (none unless the queue sets one). A callback-style
         /// unit has no error to retry on: it ignores this.
         public var retry: RetryPolicy? {
             get { extras?.retry }
-            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: newValue) }
+            set { extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: extras?.lane, retry: newValue) }
         }
         /// Runs exactly once, after the outcome became ``Outcome/timedOut``, in a task of
         /// its own: off every actor, or on the one it is isolated to
         /// (`{ @MainActor task in … }`).
         public var onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? {
             get { extras?.onTimeout }
-            set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: lane, retry: retry) }
+            set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: extras?.lane, retry: retry) }
         }
         /// The settings few units have, in the one immutable box every unit made from
         /// these options shares: reusing an `Options` value allocates nothing per unit
@@ -66,14 +73,15 @@ extension AsyncTask {
             priority: TaskPriority? = nil,
             uniquenessPolicy: UniquenessPolicy = .ignore,
             notBefore: StartTime? = nil,
-            lane: String? = nil,
+            lane: (any Hashable & Sendable)? = nil,
             retry: RetryPolicy? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {
             self.name = name
             self.priority = priority
             self.uniquenessPolicy = uniquenessPolicy
-            self.extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
+            self.extras = .make(
+                onTimeout: onTimeout, notBefore: notBefore, lane: lane.map { LaneKey($0) }, retry: retry)
         }
 
         /// Options with a timeout of their own: counted from the start of execution,
@@ -84,7 +92,7 @@ extension AsyncTask {
             priority: TaskPriority? = nil,
             uniquenessPolicy: UniquenessPolicy = .ignore,
             notBefore: StartTime? = nil,
-            lane: String? = nil,
+            lane: (any Hashable & Sendable)? = nil,
             retry: RetryPolicy? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {

@@ -102,12 +102,12 @@ public final class AsyncTask: Sendable {
     final class Extras: Sendable {
         let onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?
         let notBefore: StartTime?
-        let lane: String?
+        let lane: LaneKey?
         let retry: RetryPolicy?
 
         /// `nil` when none is set.
         static func make(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: LaneKey?,
             retry: RetryPolicy?
         ) -> Extras? {
             guard onTimeout != nil || notBefore != nil || lane != nil || retry != nil else { return nil }
@@ -123,7 +123,7 @@ public final class AsyncTask: Sendable {
         }
 
         private init(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: LaneKey?,
             retry: RetryPolicy?
         ) {
             self.onTimeout = onTimeout
@@ -135,9 +135,12 @@ public final class AsyncTask: Sendable {
 
     /// The earliest time the unit may start, once added; `nil` for as soon as possible.
     public var notBefore: StartTime? { extras?.notBefore }
-    /// The unit's lane: units with the same lane run one at a time, in the order they
-    /// were added; `nil` for none.
-    public var lane: String? { extras?.lane }
+    /// The unit's lane key (``AsyncTask/Options/lane``): units with the same lane run
+    /// one at a time, in the order they were added; `nil` for none.
+    public var laneKey: (any Hashable & Sendable)? { extras?.lane?.value }
+    /// The unit's lane when its key is a `String`; `nil` for none or another type (see
+    /// ``laneKey``).
+    public var lane: String? { extras?.lane?.value as? String }
     /// The unit's own retry policy; `nil` when it takes its queue's default.
     public var retryPolicy: RetryPolicy? { extras?.retry }
 

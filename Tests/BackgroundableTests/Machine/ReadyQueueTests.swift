@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Backgroundable
@@ -41,18 +42,31 @@ struct ReadyQueueTests {
     }
 
     @Test func aLaneIsKnownByItsTail() {
+        let (a, b) = (LaneKey("a"), LaneKey("b"))
         var lanes = Lanes()
-        #expect(lanes.join("a", 0) == nil)
-        #expect(lanes.join("a", 1) == 0)
-        #expect(lanes.join("b", 2) == nil)
-        #expect(lanes.tail(of: "a") == 1 && lanes.count == 4)
+        #expect(lanes.join(a, 0) == nil)
+        #expect(lanes.join(a, 1) == 0)
+        #expect(lanes.join(b, 2) == nil)
+        #expect(lanes.tail(of: a) == 1 && lanes.count == 4)
         // The tail leaves while blocked behind 0: 0 is the tail again.
         lanes.leave(1, predecessor: 0)
-        #expect(lanes.tail(of: "a") == 0)
+        #expect(lanes.tail(of: a) == 0)
         // A member that is not a tail leaves nothing to update.
         lanes.leave(7, predecessor: -1)
         lanes.leave(0, predecessor: -1)
         lanes.leave(2, predecessor: -1)
-        #expect(lanes.tail(of: "a") == nil && lanes.count == 0)
+        #expect(lanes.tail(of: a) == nil && lanes.count == 0)
+    }
+
+    @Test func equalKeysOfOneTypeShareALaneAndOtherTypesNever() {
+        let id = UUID()
+        #expect(LaneKey(id) == LaneKey(UUID(uuidString: id.uuidString)!))
+        #expect(LaneKey("1") != LaneKey(1))
+        #expect(LaneKey(1) != LaneKey(UInt8(1)))
+        #expect(LaneKey(1) == LaneKey(1) && LaneKey(1).hashValue == LaneKey(1).hashValue)
+        var lanes = Lanes()
+        _ = lanes.join(LaneKey(7), 0)
+        #expect(lanes.join(LaneKey(Int64(7)), 1) == nil)
+        #expect(lanes.join(LaneKey(7), 2) == 0)
     }
 }

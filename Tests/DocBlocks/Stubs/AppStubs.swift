@@ -88,7 +88,7 @@ nonisolated let otelTracer = NoOpTracer()
 // MARK: Accounts and documents
 
 nonisolated struct Account: Sendable {
-    var id = "account-1"
+    var id = UUID()
 }
 nonisolated struct Change: Sendable {
     var id = 1

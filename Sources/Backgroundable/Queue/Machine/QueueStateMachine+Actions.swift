@@ -16,7 +16,7 @@ extension QueueStateMachine {
         var delay: Int64 = 0
         /// The member's lane: members of one lane run one at a time, in admission
         /// order. Ignored in a sequential batch (the batch is a lane of its own).
-        var lane: String? = nil
+        var lane: LaneKey? = nil
         /// `priority` is higher than the member's own: a caller awaiting it escalated it
         /// before it was admitted (listeners hear `escalated` after `enqueued`).
         var escalated = false
@@ -143,3 +143,15 @@ extension QueueStateMachine.Admission: Sendable where Member: Sendable {}
 extension QueueStateMachine.Action: Sendable where Member: Sendable {}
 extension QueueStateMachine.Actions: Sendable where Member: Sendable {}
 extension QueueStateMachine.Delivery: Sendable where Member: Sendable {}
+
+extension QueueStateMachine.Admission {
+    /// An admission whose lane, if any, is a string.
+    init(
+        member: Member, name: String?, policy: UniquenessPolicy, priority: UInt8, timeout: Int64?,
+        delay: Int64 = 0, lane: String?, escalated: Bool = false
+    ) {
+        self.init(
+            member: member, name: name, policy: policy, priority: priority, timeout: timeout, delay: delay,
+            lane: lane.map(LaneKey.init), escalated: escalated)
+    }
+}

@@ -234,7 +234,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Makes `slot` the last member of `lane`: returns the member it waits behind, or -1
     /// when the lane was empty (or `lane` is `nil`).
-    private mutating func joinLane(_ lane: String?, _ slot: Int32) -> Int32 {
+    private mutating func joinLane(_ lane: LaneKey?, _ slot: Int32) -> Int32 {
         guard let lane else { return -1 }
         return lanes.join(lane, slot) ?? -1
     }
