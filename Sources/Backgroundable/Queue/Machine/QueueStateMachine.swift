@@ -549,27 +549,6 @@ struct QueueStateMachine<Member: AnyObject> {
         return true
     }
 
-    /// Ends every live member (waiting and executing) with ``AsyncTask/Outcome/cancelled``.
-    mutating func cancelAll(actions: inout Actions) {
-        cancel(actions: &actions) { _ in true }
-    }
-
-    /// Ends the members that are not executing: waiting, delayed, or between two
-    /// attempts.
-    mutating func cancelPending(actions: inout Actions) {
-        cancel(actions: &actions) { $0 != .executing }
-    }
-
-    /// Ends the live members whose place `matches`. O(n) in the records held, with no
-    /// sort: they are marked in slot order, and all of them before any has ended, so no
-    /// successor in a sequential group can start in between.
-    private mutating func cancel(actions: inout Actions, where matches: (Place) -> Bool) {
-        for slot in records.indices {
-            guard records[slot].ticket != 0, !records[slot].isEnding, matches(records[slot].place) else { continue }
-            markEnding(Int32(slot), .cancelled, actions: &actions)
-        }
-    }
-
     // MARK: Control
 
     mutating func setLimit(_ newLimit: Int, actions: inout Actions) {
