@@ -19,8 +19,6 @@ struct Outbox<Member: AnyObject> {
     private var spare: [Delivery] = []
     private(set) var isDelivering = false
 
-    var isEmpty: Bool { pending.isEmpty }
-
     mutating func post(_ delivery: Delivery) -> Posting {
         pending.append(delivery)
         guard !isDelivering else { return .queued }

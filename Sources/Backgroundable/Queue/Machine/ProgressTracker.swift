@@ -36,8 +36,6 @@ struct ProgressTracker {
         self.sampleInterval = sampleInterval
     }
 
-    var isWatched: Bool { watchers > 0 }
-
     /// A busy period began: its counts start from zero.
     mutating func periodBegan() {
         admitted = 0
