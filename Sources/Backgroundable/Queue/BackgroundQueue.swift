@@ -340,6 +340,34 @@ public actor BackgroundQueue {
         core.transition { machine, actions in machine.cancelAll(actions: &actions) }
     }
 
+    /// Cancels every live unit of `lane` (``AsyncTask/Options/lane``) — waiting, waiting
+    /// for its start time, blocked behind the lane's earlier units, between two attempts
+    /// of a retry, or executing — with outcome ``AsyncTask/Outcome/cancelled``, as
+    /// ``AsyncTask/cancel()`` does, and returns how many it cancelled.
+    ///
+    /// One step under the queue's lock: every unit whose add returned before the call is
+    /// covered, every unit added after it returns is untouched (it runs normally, first
+    /// of its lane), and no unit of the lane starts in between. Every unit it cancels
+    /// has ended, and left the queue, when this returns. Does not suspend; callable from
+    /// any thread or actor. Units of other lanes and of the same name elsewhere run on.
+    @discardableResult
+    public nonisolated func cancelAll(inLane lane: any Hashable & Sendable) -> Int {
+        let key = LaneKey(lane)
+        return core.transition { machine, actions in machine.cancel(lane: key, actions: &actions) }
+    }
+
+    /// Cancels every live unit named `name` (``AsyncTask/Options/name``), whatever it is
+    /// doing — waiting, delayed, blocked in a lane, between two attempts, or executing —
+    /// with outcome ``AsyncTask/Outcome/cancelled``, as ``AsyncTask/cancel()`` does, and
+    /// returns how many it cancelled. Units that joined one of them end with it.
+    ///
+    /// One step under the queue's lock, with the same contract as
+    /// ``cancelAll(inLane:)``: units added after it returns are untouched.
+    @discardableResult
+    public nonisolated func cancelAll(named name: String) -> Int {
+        core.transition { machine, actions in machine.cancel(named: name, actions: &actions) }
+    }
+
     /// Stops accepting work, for a shutdown (``GracefulShutdown`` calls it): every unit
     /// added from now on ends ``AsyncTask/Outcome/cancelled`` as soon as the queue sees
     /// it — its work never runs, awaiting its value throws `CancellationError`, and

@@ -26,17 +26,26 @@ extension AsyncTask {
         /// for as soon as its queue can.
         public var notBefore: StartTime? {
             get { extras?.notBefore }
-            set { extras = .make(onTimeout: onTimeout, notBefore: newValue, lane: lane, retry: retry, onEnd: onEnd) }
+            set {
+                extras = .make(
+                    onTimeout: onTimeout, notBefore: newValue, lane: extras?.lane, retry: retry, onEnd: onEnd)
+            }
         }
         /// The unit's lane: the units of one lane run one at a time, in the order they
         /// were added, while units of different lanes (and units of none) run in
         /// parallel, up to the queue's limit. Independent of ``name``: a lane orders, a
         /// name deduplicates. Ignored for the members of ``BackgroundQueue/addSequence(_:)``,
         /// which are a lane of their own.
-        public var lane: String? {
-            get { extras?.lane }
+        ///
+        /// The key is any `Hashable & Sendable` value — a string, an account's `UUID`,
+        /// an enum case. Equal values of one type share a lane; values of different
+        /// types never do (`1` and `"1"`, or an `Int` 1 and a `UInt8` 1, are two lanes).
+        public var lane: (any Hashable & Sendable)? {
+            get { extras?.lane?.value }
             set {
-                extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: newValue, retry: retry, onEnd: onEnd)
+                extras = .make(
+                    onTimeout: onTimeout, notBefore: notBefore, lane: newValue.map { LaneKey($0) }, retry: retry,
+                    onEnd: onEnd)
             }
         }
         /// What happens when the unit's async body throws (see ``RetryPolicy``); `nil`
@@ -45,7 +54,8 @@ extension AsyncTask {
         public var retry: RetryPolicy? {
             get { extras?.retry }
             set {
-                extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: newValue, onEnd: onEnd)
+                extras = .make(
+                    onTimeout: onTimeout, notBefore: notBefore, lane: extras?.lane, retry: newValue, onEnd: onEnd)
             }
         }
         /// Runs exactly once, after the outcome became ``Outcome/timedOut``, in a task of
@@ -53,7 +63,10 @@ extension AsyncTask {
         /// (`{ @MainActor task in … }`).
         public var onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? {
             get { extras?.onTimeout }
-            set { extras = .make(onTimeout: newValue, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd) }
+            set {
+                extras = .make(
+                    onTimeout: newValue, notBefore: notBefore, lane: extras?.lane, retry: retry, onEnd: onEnd)
+            }
         }
         /// The unit's end hook: runs exactly once when the unit ends, with its final
         /// outcome, whatever the outcome and whether or not its work ever started — a unit
@@ -88,7 +101,8 @@ extension AsyncTask {
         public var onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? {
             get { extras?.onEnd }
             set {
-                extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry, onEnd: newValue)
+                extras = .make(
+                    onTimeout: onTimeout, notBefore: notBefore, lane: extras?.lane, retry: retry, onEnd: newValue)
             }
         }
         /// The settings few units have, in the one immutable box every unit made from
@@ -106,7 +120,7 @@ extension AsyncTask {
             priority: TaskPriority? = nil,
             uniquenessPolicy: UniquenessPolicy = .ignore,
             notBefore: StartTime? = nil,
-            lane: String? = nil,
+            lane: (any Hashable & Sendable)? = nil,
             retry: RetryPolicy? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
             onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? = nil
@@ -114,7 +128,8 @@ extension AsyncTask {
             self.name = name
             self.priority = priority
             self.uniquenessPolicy = uniquenessPolicy
-            self.extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd)
+            self.extras = .make(
+                onTimeout: onTimeout, notBefore: notBefore, lane: lane.map { LaneKey($0) }, retry: retry, onEnd: onEnd)
         }
 
         /// Options with a timeout of their own: counted from the start of execution,
@@ -125,7 +140,7 @@ extension AsyncTask {
             priority: TaskPriority? = nil,
             uniquenessPolicy: UniquenessPolicy = .ignore,
             notBefore: StartTime? = nil,
-            lane: String? = nil,
+            lane: (any Hashable & Sendable)? = nil,
             retry: RetryPolicy? = nil,
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
             onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? = nil

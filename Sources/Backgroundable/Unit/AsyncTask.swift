@@ -105,14 +105,14 @@ public final class AsyncTask: Sendable {
     final class Extras: Sendable {
         let onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?
         let notBefore: StartTime?
-        let lane: String?
+        let lane: LaneKey?
         let retry: RetryPolicy?
         /// See ``Options/onEnd``.
         let onEnd: (@Sendable (Outcome) -> Void)?
 
         /// `nil` when none is set.
         static func make(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: LaneKey?,
             retry: RetryPolicy?, onEnd: (@Sendable (Outcome) -> Void)?
         ) -> Extras? {
             guard onTimeout != nil || notBefore != nil || lane != nil || retry != nil || onEnd != nil else {
@@ -130,7 +130,7 @@ public final class AsyncTask: Sendable {
         }
 
         private init(
-            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
+            onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: LaneKey?,
             retry: RetryPolicy?, onEnd: (@Sendable (Outcome) -> Void)?
         ) {
             self.onTimeout = onTimeout
@@ -143,9 +143,12 @@ public final class AsyncTask: Sendable {
 
     /// The earliest time the unit may start, once added; `nil` for as soon as possible.
     public var notBefore: StartTime? { extras?.notBefore }
-    /// The unit's lane: units with the same lane run one at a time, in the order they
-    /// were added; `nil` for none.
-    public var lane: String? { extras?.lane }
+    /// The unit's lane key (``AsyncTask/Options/lane``): units with the same lane run
+    /// one at a time, in the order they were added; `nil` for none.
+    public var laneKey: (any Hashable & Sendable)? { extras?.lane?.value }
+    /// The unit's lane when its key is a `String`; `nil` for none or another type (see
+    /// ``laneKey``).
+    public var lane: String? { extras?.lane?.value as? String }
     /// The unit's own retry policy; `nil` when it takes its queue's default.
     public var retryPolicy: RetryPolicy? { extras?.retry }
 

@@ -101,7 +101,7 @@ nonisolated let jobSource = JobSource()
 // MARK: Accounts and documents
 
 nonisolated struct Account: Sendable {
-    var id = "account-1"
+    var id = UUID()
 }
 nonisolated struct Change: Sendable {
     var id = 1

@@ -1,0 +1,167 @@
+/// What the machine takes in (``Admission``), names (``Handle``) and hands back to the
+/// storage (``Action``, ``Actions``, ``Delivery``): the contract between
+/// ``QueueStateMachine`` and ``QueueStorage``.
+extension QueueStateMachine {
+    /// A member arriving, with the attributes the rules need.
+    struct Admission {
+        let member: Member
+        let name: String?
+        let policy: UniquenessPolicy
+        /// The raw `TaskPriority`, 0 for none (ranks as `medium`).
+        let priority: UInt8
+        /// Nanoseconds from the start until the member times out; `nil` for never.
+        let timeout: Int64?
+        /// Nanoseconds from the admission before which the member may not start; 0 or
+        /// less for none.
+        var delay: Int64 = 0
+        /// The member's lane: members of one lane run one at a time, in admission
+        /// order. Ignored in a sequential batch (the batch is a lane of its own).
+        var lane: LaneKey? = nil
+        /// `priority` is higher than the member's own: a caller awaiting it escalated it
+        /// before it was admitted (listeners hear `escalated` after `enqueued`).
+        var escalated = false
+    }
+
+    /// What the storage must do once the lock is released, in order.
+    enum Action {
+        /// Start the member's work (it is counted as executing), at `priority` (its own,
+        /// or higher when it was escalated while it waited).
+        case start(Member, priority: UInt8)
+        /// End the member with this outcome; its ``memberEnded(_:_:actions:)`` follows
+        /// (with this outcome, or the one it reached first).
+        case end(Member, AsyncTask.Outcome)
+        /// The newcomer `by` replaced the member (``UniquenessPolicy/replace``): end it
+        /// ``AsyncTask/Outcome/replaced``, atomically with the newcomer's add (the storage
+        /// settles it under the lock), and start the newcomer's work only once the
+        /// member's body returned. Its ``memberEnded(_:_:actions:)`` follows.
+        case replace(Member, by: Member)
+        /// The member was not admitted (dropped, or the queue is closed or stopped
+        /// accepting work) or, with ``AsyncTask/Outcome/timedOut``, it expired as it would
+        /// start and left: end it with this outcome. Nothing follows. When an event
+        /// `reported` it, the storage settles it under the lock, so that the event tells
+        /// the outcome the member has (see ``correctEvent(of:admitted:outcome:)``).
+        case reject(Member, AsyncTask.Outcome, reported: Bool)
+        /// The member was not admitted: it joins the live member `primary` of its name
+        /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows. Settled
+        /// under the lock when an event `reported` it.
+        case join(Member, primary: Member, reported: Bool)
+        /// Read the progress of these executing members (outside the lock), then send
+        /// ``progressSampled(_:actions:)``.
+        case sampleProgress([(Handle, Member)])
+        /// Make sure a sleeper wakes the queue at `deadline` (the queue's clock, in
+        /// nanoseconds) and sends ``deadlineReached(generation:actions:)`` with
+        /// `generation`; a sleeper of an older generation may stop.
+        case armSleeper(deadline: Int64, generation: UInt64)
+        /// Run ``drain(actions:)`` from a new task until it returns `false`.
+        case spawnDrainer
+        /// The caller became the deliverer: take ``takeDeliveries()`` until it
+        /// returns `nil`.
+        case deliver
+    }
+
+    /// The actions of one transition, in order. Most transitions have one or two: those
+    /// are kept inline, so a transition allocates nothing for them (this pays on the
+    /// idle queue's path, where each add and end is a few transitions).
+    struct Actions: Sequence, ExpressibleByArrayLiteral {
+        private var inline: (Action?, Action?) = (nil, nil)
+        private var more: [Action] = []
+        /// Whether the transition made its caller the deliverer (``Action/deliver``).
+        private(set) var delivers = false
+        /// Whether an action must be settled under the lock (``Action/replace(_:by:)``,
+        /// ``Action/reject(_:_:)``, ``Action/join(_:primary:)``).
+        private(set) var needsSettling = false
+
+        init() {}
+
+        init(arrayLiteral actions: Action...) {
+            for action in actions { append(action) }
+        }
+
+        var isEmpty: Bool { inline.0 == nil }
+
+        mutating func append(_ action: Action) {
+            switch action {
+            case .deliver: delivers = true
+            case .replace, .reject(_, _, reported: true), .join(_, _, reported: true): needsSettling = true
+            default: break
+            }
+            if inline.0 == nil {
+                inline.0 = action
+            } else if inline.1 == nil {
+                inline.1 = action
+            } else {
+                more.append(action)
+            }
+        }
+
+        struct Iterator: IteratorProtocol {
+            fileprivate let actions: Actions
+            fileprivate var index = 0
+
+            mutating func next() -> Action? {
+                defer { index += 1 }
+                switch index {
+                case 0: return actions.inline.0
+                case 1: return actions.inline.1
+                default: return index - 2 < actions.more.count ? actions.more[index - 2] : nil
+                }
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(actions: self) }
+
+        /// Calls `body` with each action, in order, without the iterator's copy of the
+        /// whole list (which retains every member it names): the storage's way.
+        func visit(_ body: (Action) -> Void) {
+            guard let first = inline.0 else { return }
+            body(first)
+            guard let second = inline.1 else { return }
+            body(second)
+            for action in more { body(action) }
+        }
+    }
+
+    /// What the deliverer hands to observers, in order, one delivery at a time.
+    enum Delivery {
+        /// idle → busy: begin background time, then send
+        /// ``backgroundTimeBegun(period:actions:)``, then tell the delegate.
+        case busy(period: UInt64)
+        /// busy → idle: end background time, tell the delegate, then send
+        /// ``idleDelivered(period:)`` and resume the waiters it returns.
+        case idle(period: UInt64)
+        case event(QueueEvent<Member>)
+        /// The queue's progress changed (or is due for a sample): the deliverer reads it
+        /// (``readProgress(names:)``) and hands it to the progress watchers. Posted only
+        /// while someone watches, at most once until it is taken.
+        case progress
+        /// The queue was closed and is idle: nothing more will be delivered.
+        case closed
+    }
+
+    /// How a front end names a member it admitted, in later events: its slot and the
+    /// ticket of its admission. A handle whose member has left (its slot free, or
+    /// reused by a later admission with another ticket) names nothing, so an event that
+    /// arrives late is ignored instead of touching another member. Members carry their
+    /// handle; the machine keeps no map from members to slots.
+    struct Handle: Sendable, Hashable {
+        let slot: Int32
+        let ticket: UInt64
+    }
+}
+
+extension QueueStateMachine.Admission: Sendable where Member: Sendable {}
+extension QueueStateMachine.Action: Sendable where Member: Sendable {}
+extension QueueStateMachine.Actions: Sendable where Member: Sendable {}
+extension QueueStateMachine.Delivery: Sendable where Member: Sendable {}
+
+extension QueueStateMachine.Admission {
+    /// An admission whose lane, if any, is a string.
+    init(
+        member: Member, name: String?, policy: UniquenessPolicy, priority: UInt8, timeout: Int64?,
+        delay: Int64 = 0, lane: String?, escalated: Bool = false
+    ) {
+        self.init(
+            member: member, name: name, policy: policy, priority: priority, timeout: timeout, delay: delay,
+            lane: lane.map(LaneKey.init), escalated: escalated)
+    }
+}

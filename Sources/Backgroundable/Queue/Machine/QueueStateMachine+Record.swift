@@ -1,0 +1,76 @@
+extension QueueStateMachine {
+    /// Where a live member is. A delayed member waits for its start time (`delayed`),
+    /// or for both its start time and its predecessor (`blockedDelayed`); once the
+    /// time has come it is `ready`, or `blocked` while its predecessor is live.
+    enum Place: UInt8 {
+        case ready, blocked, external, executing, delayed, blockedDelayed
+
+        /// Waiting behind a predecessor in a sequential group or a lane.
+        var isBlocked: Bool { self == .blocked || self == .blockedDelayed }
+        /// Waiting for its start time.
+        var isDelayed: Bool { self == .delayed || self == .blockedDelayed }
+    }
+
+    struct Record {
+        /// `nil` while the slot is free.
+        var member: Member?
+        /// Unique per admission: tells a queue or heap entry of this record from a stale one.
+        var ticket: UInt64 = 0
+        var timeout: Int64 = .min
+        var predecessor: Int32 = -1
+        var successor: Int32 = -1
+        var priority: UInt8 = 0
+        /// Its attempts so far, wrapping (see ``memberRetrying(_:after:_:actions:)``):
+        /// tells the deadline of its current attempt from an earlier one's.
+        var attempt: UInt8 = 0
+        var place = Place.ready
+        /// The queue asked for it to end; its real end is on its way.
+        var isEnding = false
+    }
+
+    // MARK: Reading records
+
+    // The entries of the small machines may go stale; these tell a live one from the
+    // records. They read records field by field: copying one would retain and release
+    // its member, on the path of every start and end.
+
+    /// The key a priority is ranked by (see ``AsyncTask/rank(_:)``).
+    static func rank(_ priority: UInt8) -> UInt8 {
+        AsyncTask.rank(priority)
+    }
+
+    /// Whether `entry`, queued at `rank`, names a ready member of that rank (an escalated
+    /// member leaves a stale entry at its former rank).
+    static func isReady(_ entry: TicketQueue.Entry, rank: UInt8, in records: [Record]) -> Bool {
+        let index = Int(entry.slot)
+        return entry.names(records[index].ticket) && records[index].place == .ready && !records[index].isEnding
+            && Self.rank(records[index].priority) == rank
+    }
+
+    /// Whether a deadline `entry` belongs to the current attempt of an executing member.
+    static func isExecuting(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
+        let index = Int(entry.slot)
+        return records[index].ticket == entry.ticket && records[index].place == .executing
+            && records[index].attempt == entry.attempt && !records[index].isEnding
+    }
+
+    /// Whether a start-time `entry` belongs to a member still waiting for it.
+    static func isDelayed(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
+        let index = Int(entry.slot)
+        return records[index].ticket == entry.ticket && records[index].place.isDelayed && !records[index].isEnding
+    }
+
+    /// The start-order entry of `slot`'s current attempt: its ticket mixed with the
+    /// attempt, so that a retried member's entry from an earlier attempt is stale (a
+    /// member has at most one live entry, and stale ones never outlive a compaction).
+    static func startEntry(_ slot: Int32, in records: [Record]) -> TicketQueue.Entry {
+        TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket ^ UInt64(records[Int(slot)].attempt) << 24)
+    }
+
+    /// Whether `entry` is the start of an executing member's current attempt.
+    static func isStarted(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
+        records[Int(entry.slot)].place == .executing && entry == startEntry(entry.slot, in: records)
+    }
+}
+
+extension QueueStateMachine.Record: Sendable where Member: Sendable {}
