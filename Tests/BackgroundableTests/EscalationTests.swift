@@ -46,7 +46,7 @@ struct EscalationTests {
         var events = queue.events.makeAsyncIterator()
         let started = Signal()
         let gate = Signal()
-        let handle = queue.addTask(.init(priority: .background)) { () async -> TaskPriority in
+        let handle = queue.add(.init(priority: .background)) { () async -> TaskPriority in
             started.signal()
             await gate.wait()
             return Task.currentPriority
@@ -92,7 +92,7 @@ struct EscalationTests {
         let (queue, _) = makeQueue(clock: clock, maxConcurrentTasks: 1)
         var events = queue.events.makeAsyncIterator()
         let attempts = Recorder<Int>()
-        let handle = queue.addTask(
+        let handle = queue.add(
             .init(priority: .background, retry: .fixed(maxAttempts: 2, delay: .seconds(1)))
         ) {
             attempts.append(1)

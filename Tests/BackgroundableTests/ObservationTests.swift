@@ -9,7 +9,7 @@ struct ObservationTests {
     @Test func eventsOfOneUnitArriveInOrder() async {
         let (queue, _) = makeQueue()
         let events = queue.events
-        let unit = queue.add(name: "one") { $0.finish() }
+        let unit = queue.add(.init(name: "one")) { $0.finish() }
         var seen: [String] = []
         for await event in events {
             switch event {
@@ -32,8 +32,8 @@ struct ObservationTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         let events = queue.events
-        let kept = queue.add(name: "n") { $0.finish() }
-        let dropped = queue.add(name: "n", uniquenessPolicy: .drop) { $0.finish() }
+        let kept = queue.add(.init(name: "n")) { $0.finish() }
+        let dropped = queue.add(.init(name: "n", uniquenessPolicy: .drop)) { $0.finish() }
         queue.resume()
         var droppedReported = false
         for await event in events {
@@ -89,7 +89,7 @@ struct ObservationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         #expect(queue.enqueuedCount == 0 && queue.executingCount == 0 && !queue.isBusy)
         let started = Signal()
-        let first = queue.add(timeout: nil) { _ in started.signal() }
+        let first = queue.add(.init(timeout: nil)) { _ in started.signal() }
         let second = queue.add { $0.finish() }
         await started.wait()
         #expect(queue.executingCount == 1)
@@ -109,7 +109,7 @@ struct ObservationTests {
         do {
             let (queue, _) = makeQueue(maxConcurrentTasks: 1)
             weakQueue = queue
-            executing = queue.add(timeout: nil) { _ in started.signal() }
+            executing = queue.add(.init(timeout: nil)) { _ in started.signal() }
             await started.wait()
             pending = (0..<3).map { _ in queue.add { $0.finish() } }
         }
@@ -163,7 +163,7 @@ struct BackgroundTimeTests {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1)
         let events = queue.events
         let started = Signal()
-        let running = queue.addTask {
+        let running = queue.add {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -187,7 +187,7 @@ struct BackgroundTimeTests {
     @Test func cancelPendingPolicyLetsRunningWorkFinish() async {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1, expirationPolicy: .cancelPending)
         let started = Signal()
-        let running = queue.add(timeout: nil) { _ in started.signal() }
+        let running = queue.add(.init(timeout: nil)) { _ in started.signal() }
         let waiting = queue.add { $0.finish() }
         await started.wait()
         provider.expireAll()
@@ -203,7 +203,7 @@ struct BackgroundTimeTests {
     @Test func keepRunningPolicyCancelsNothing() async {
         let (queue, provider) = makeQueue(expirationPolicy: .keepRunning)
         let started = Signal()
-        let running = queue.add(timeout: nil) { _ in started.signal() }
+        let running = queue.add(.init(timeout: nil)) { _ in started.signal() }
         await started.wait()
         provider.expireAll()
         #expect(running.currentOutcome == nil)

@@ -36,10 +36,10 @@ struct SingleFlightTests {
         let (queue, _) = makeQueue()
         let events = queue.events
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
-        let third = queue.addTask(join) { try await work.run(returning: 3) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
+        let third = queue.add(join) { try await work.run(returning: 3) }
         #expect(queue.enqueuedCount + queue.executingCount == 1, "joined units are not added")
         work.gate.signal()
         #expect(try await first.value == 1)
@@ -67,9 +67,9 @@ struct SingleFlightTests {
     @Test func cancellingAJoinedUnitLeavesTheSharedWorkRunning() async throws {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         second.cancel()
         #expect(await second.outcome.kind == .cancelled)
         #expect(!work.cancelled.isSignalled && first.task.currentOutcome == nil)
@@ -80,9 +80,9 @@ struct SingleFlightTests {
     @Test func aCancelledAwaiterStopsWaitingWhileOthersStillAwait() async throws {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         let firstCaller = Task { try await first.value }
         let secondCaller = Task { try await second.value }
         await waitUntilAwaited(first.task, by: 1)
@@ -99,10 +99,10 @@ struct SingleFlightTests {
     @Test func theWorkIsCancelledWhenTheLastAwaitingCallerCancels() async {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
-        let third = queue.addTask(join) { try await work.run(returning: 3) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
+        let third = queue.add(join) { try await work.run(returning: 3) }
         let callers = [first, second, third].map { handle in Task { try await handle.value } }
         // Registered: each caller's task is suspended on its unit before any cancels.
         await waitUntilAwaited(first.task, by: 1)
@@ -121,9 +121,9 @@ struct SingleFlightTests {
         let (queue, _) = makeQueue()
         let work = SharedWork()
         // Added and never awaited: its caller does not count.
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         let caller = Task { try await second.value }
         await waitUntilAwaited(second.task, by: 1)
         caller.cancel()
@@ -134,9 +134,9 @@ struct SingleFlightTests {
     @Test func cancellingTheUnitThatRunsTheWorkCancelsItForEveryone() async {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         first.cancel()
         #expect(await second.outcome.kind == .cancelled)
     }
@@ -144,9 +144,9 @@ struct SingleFlightTests {
     @Test func joiningAnotherValueTypeThrowsAClearError() async throws {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let number = queue.addTask(join) { try await work.run(returning: 1) }
+        let number = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let text = queue.addTask(join) { "text" }
+        let text = queue.add(join) { "text" }
         work.gate.signal()
         #expect(try await number.value == 1)
         await #expect(throws: AsyncTaskError.joinedAnotherValueType) { try await text.value }
@@ -178,7 +178,7 @@ struct SingleFlightTests {
         var events = queue.events.makeAsyncIterator()
         let failures = Recorder<Int>()
         let gate = Signal()
-        let retrying = queue.addTask(
+        let retrying = queue.add(
             .init(name: "token", uniquenessPolicy: .join, retry: .fixed(maxAttempts: 3, delay: .zero))
         ) {
             failures.append(1)
@@ -190,7 +190,7 @@ struct SingleFlightTests {
             if case .retrying = event { break }
         }
         // Between or during attempts, the unit is live: a join shares its final value.
-        let joined = queue.addTask(.init(name: "token", uniquenessPolicy: .join)) { "never" }
+        let joined = queue.add(.init(name: "token", uniquenessPolicy: .join)) { "never" }
         gate.signal()
         #expect(try await retrying.value == "token-2")
         #expect(try await joined.value == "token-2")
@@ -200,9 +200,9 @@ struct SingleFlightTests {
         // The queue decided the join while the live unit ran; it ended before the join
         // was performed.
         let (queue, _) = makeQueue()
-        let ended = queue.addTask { 5 }
+        let ended = queue.add { 5 }
         #expect(try await ended.value == 5)
-        let late = AsyncTask.operation { 6 }
+        let late = AsyncTaskHandle { 6 }
         #expect(late.task.state.withLock { $0.claim(by: queue.core) })
         var gate: ReplacementGate?
         late.task.settle(.join(primary: ended.task), gate: &gate).remainder.perform()

@@ -3,12 +3,10 @@ extension AsyncTask {
     /// priority, uniqueness policy, start time, lane, retry policy and `onTimeout`
     /// callback.
     ///
-    /// Every entry point that creates a unit takes one —
-    /// ``BackgroundQueue/add(_:_:)``, ``BackgroundQueue/addTask(_:_:)``,
-    /// ``BackgroundQueue/run(_:_:)``, ``AsyncTask/init(_:_:)``,
-    /// ``AsyncTask/operation(_:_:)``, ``AsyncTask/init(operation:options:)`` — and
-    /// also takes each setting as a parameter of the same name, for one-off calls:
-    /// `queue.add(name: "sync") { … }` is `queue.add(.init(name: "sync")) { … }`.
+    /// Every entry point that makes a unit takes one as its first argument, and uses
+    /// the defaults when it is left out: ``BackgroundQueue``'s `add(_:_:)` (a callback
+    /// or a body), ``BackgroundQueue/run(_:_:)``, ``AsyncTask/init(_:_:)``,
+    /// ``AsyncTaskHandle/init(_:_:)`` and ``AsyncTask/init(operation:options:)``.
     ///
     /// ```swift
     /// let upload = AsyncTask.Options(name: "upload", timeout: .seconds(60), priority: .utility)
@@ -57,6 +55,14 @@ extension AsyncTask {
         private(set) var extras: Extras?
         /// The timeout once set; `nil` while the unit's style decides.
         private var chosenTimeout: Duration??
+
+        /// Options with every setting at its default (the timeout is the unit's
+        /// style's, see ``usesStyleTimeout``).
+        public init() {
+            self.name = nil
+            self.priority = nil
+            self.uniquenessPolicy = .ignore
+        }
 
         /// Options whose timeout the unit's style decides: ``AsyncTask/defaultTimeout``
         /// for a callback-style unit (it could forget ``AsyncTask/finish()``), none for an

@@ -18,8 +18,8 @@ import Foundation
 /// ```
 ///
 /// ## What is retried
-/// Only async bodies that throw (``AsyncTask/operation(_:_:)``,
-/// ``BackgroundQueue/addTask(_:_:)``, ``BackgroundQueue/run(_:_:)``): the error is the
+/// Only async bodies that throw (``AsyncTaskHandle/init(_:_:)``, ``BackgroundQueue``'s
+/// `add(_:_:)` with a body, ``BackgroundQueue/run(_:_:)``): the error is the
 /// attempt's result. A callback-style unit ends through ``AsyncTask/finish()`` and has
 /// no error to retry on; wrap its callback API in an async body
 /// (`withCheckedThrowingContinuation`) to get retries. Never retried: a

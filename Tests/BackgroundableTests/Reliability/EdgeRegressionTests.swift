@@ -15,7 +15,7 @@ struct EdgeRegressionTests {
         _ options: AsyncTask.Options, on queue: BackgroundQueue
     ) async -> (AsyncTaskHandle<Void>, Signal) {
         let (entered, release) = (Signal(), Signal())
-        let live = queue.addTask(options) {
+        let live = queue.add(options) {
             entered.signal()
             await release.wait()
         }
@@ -29,14 +29,14 @@ struct EdgeRegressionTests {
         let (queue, _) = makeQueue()
         let order = Recorder<String>()
         let (entered, release) = (Signal(), Signal())
-        let replaced = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+        let replaced = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
             order.append("replaced in")
             entered.signal()
             await release.wait()  // Ignores its cancellation, as blocking-style code does.
             order.append("replaced out")
         }
         await entered.wait()
-        let replacement = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+        let replacement = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
             order.append("replacement in")
             release.signal()
         }
@@ -75,7 +75,7 @@ struct EdgeRegressionTests {
                         }
                     } else {
                         unit =
-                            queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+                            queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
                                 running.enter()
                                 await Task.yield()
                                 running.leave()
@@ -104,7 +104,7 @@ struct EdgeRegressionTests {
         let delegate = RecordingDelegate()
         queue.setDelegate(delegate)
         for period in 1...50 {
-            await Task.detached { _ = queue.add(timeout: nil) { $0.finish() } }.value
+            await Task.detached { _ = queue.add(.init(timeout: nil)) { $0.finish() } }.value
             await queue.waitUntilIdle()
             #expect(delegate.calls.count == 2 * period, "period \(period): \(delegate.calls.all.suffix(2))")
             #expect(provider.log.count == 2 * period)
@@ -157,7 +157,7 @@ struct EdgeRegressionTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         var events = queue.events.makeAsyncIterator()
         queue.suspend()
-        let shared = queue.addTask(.init(name: "token", priority: .low, uniquenessPolicy: .join)) {
+        let shared = queue.add(.init(name: "token", priority: .low, uniquenessPolicy: .join)) {
             Task.currentPriority
         }
         let caller = Task(priority: .high) {

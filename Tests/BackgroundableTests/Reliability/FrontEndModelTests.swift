@@ -328,13 +328,13 @@ extension FrontEnd {
             let unit: AsyncTask
             if style == .task {
                 unit =
-                    queue!.addTask(
-                        name: name, timeout: duration, priority: priority, uniquenessPolicy: policy,
+                    queue!.add(
+                        .init(name: name, timeout: duration, priority: priority, uniquenessPolicy: policy),
                         probe.body(overlap)
                     )
                     .task
             } else {
-                unit = queue!.add(name: name, timeout: duration, priority: priority, uniquenessPolicy: policy) {
+                unit = queue!.add(.init(name: name, timeout: duration, priority: priority, uniquenessPolicy: policy)) {
                     unit in
                     probe.bodyStarted(unit)
                     probe.exited.raise()
@@ -411,7 +411,7 @@ extension FrontEnd {
         /// A unit cancelled before it is added: the queue does not take it.
         func addCancelled(name: String?, _ policy: UniquenessPolicy) async {
             let probe = newProbe(name: name, .task, policy, nil, timeout: nil)
-            let handle = AsyncTask.operation(name: name, uniquenessPolicy: policy, probe.body(overlap))
+            let handle = AsyncTaskHandle(.init(name: name, uniquenessPolicy: policy), probe.body(overlap))
             probe.bind(handle.task)
             handle.cancel()
             if queue!.add(handle) {

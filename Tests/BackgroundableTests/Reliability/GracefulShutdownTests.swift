@@ -12,7 +12,7 @@ struct GracefulShutdownTests {
     /// A unit that waits for `release`, then finishes.
     private func gatedUnit(on queue: BackgroundQueue, named name: String, release: Signal) async -> AsyncTask {
         let started = Signal()
-        let unit = queue.add(name: name, timeout: nil) { task in
+        let unit = queue.add(.init(name: name, timeout: nil)) { task in
             started.signal()
             Task {
                 await release.wait()
@@ -26,7 +26,7 @@ struct GracefulShutdownTests {
     @Test func withoutARequestDrainReturnsOnceTheQueuesAreIdle() async {
         let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
         let queue = BackgroundQueue(name: "work", backgroundTaskProvider: shutdown)
-        let unit = queue.addTask(timeout: nil) { 1 }
+        let unit = queue.add(.init(timeout: nil)) { 1 }
         let report = await shutdown.drain(queue)
         #expect(report.ending == .idle && report.isComplete && report.exitStatus == 0)
         #expect(unit.task.currentOutcome?.kind == .finished)
@@ -43,7 +43,7 @@ struct GracefulShutdownTests {
         shutdown.requestShutdown()
         #expect(shutdown.isShutdownRequested && shutdown.request == .requested)
         await waitUntil { !queue.isAcceptingWork }
-        let late = queue.addTask(name: "late") { 1 }
+        let late = queue.add(.init(name: "late")) { 1 }
         #expect(await late.task.outcome.kind == .cancelled, "a late add ends cancelled, never silently lost")
         await #expect(throws: CancellationError.self) { try await late.value }
         release.signal()
@@ -58,7 +58,7 @@ struct GracefulShutdownTests {
         let events = queue.events
         let saved = Recorder<String>()
         let started = Signal()
-        let unit = queue.addTask(name: "export") {
+        let unit = queue.add(.init(name: "export")) {
             started.signal()
             await suspendUntilCancelled()
             await Task.yield()  // saving takes a suspension or two
@@ -89,7 +89,7 @@ struct GracefulShutdownTests {
         let shutdown = GracefulShutdown(gracePeriod: .seconds(3_600), cancellationPeriod: .seconds(30))
         let queue = BackgroundQueue(name: "sync", backgroundTaskProvider: shutdown)
         let started = Signal()
-        _ = queue.addTask(name: "stuck") {
+        _ = queue.add(.init(name: "stuck")) {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -107,7 +107,7 @@ struct GracefulShutdownTests {
         let queue = BackgroundQueue(name: "stubborn", backgroundTaskProvider: shutdown)
         let release = Signal()
         let started = Signal()
-        let unit = queue.addTask(name: "stubborn") {
+        let unit = queue.add(.init(name: "stubborn")) {
             started.signal()
             await release.wait()  // ignores cancellation
         }
@@ -126,7 +126,7 @@ struct GracefulShutdownTests {
         shutdown.requestShutdown()
         let queue = BackgroundQueue(name: "busy", backgroundTaskProvider: shutdown)
         let started = Signal()
-        _ = queue.addTask {
+        _ = queue.add {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -142,7 +142,7 @@ struct GracefulShutdownTests {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
         let (queue, provider) = makeQueue()
         let started = Signal()
-        let unit = queue.addTask(name: "elsewhere") {
+        let unit = queue.add(.init(name: "elsewhere")) {
             started.signal()
             await suspendUntilCancelled()
         }

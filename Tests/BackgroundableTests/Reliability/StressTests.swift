@@ -192,7 +192,7 @@ private final class QueueUnderTest: Sendable {
     /// Adds a marker unit after everything ended, then returns every event up to the
     /// idle that follows it.
     func events() async -> [BackgroundQueue.Event] {
-        queue.add(name: Self.markerName, timeout: nil) { $0.finish() }
+        queue.add(.init(name: Self.markerName, timeout: nil)) { $0.finish() }
         let events = await collected.value
         await queue.waitUntilIdle()
         return events
@@ -532,19 +532,19 @@ private struct Driver {
             }
         case 42..<60:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     return probe.id
                 }.task
         case 60..<68:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     throw TestError(code: probe.id)
                 }.task
         case 68..<78:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     await Task.yield()
                     return probe.id
@@ -565,7 +565,7 @@ private struct Driver {
             }
         default:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     await suspendUntilCancelled()
                 }.task

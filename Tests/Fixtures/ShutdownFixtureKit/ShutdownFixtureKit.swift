@@ -75,7 +75,7 @@ public func startWork(
     for index in 0..<units {
         let path = "\(arguments.directory)/unit-\(index)"
         let milliseconds = arguments.unitMilliseconds
-        queue.addTask(name: "unit-\(index)") {
+        queue.add(.init(name: "unit-\(index)")) {
             writeFile(path, "partial")
             if started.value.add(1, ordering: .acquiringAndReleasing).newValue == units { allStarted() }
             do {

@@ -1,0 +1,46 @@
+// The spellings of 2.0's first releases; see BackgroundQueue+Deprecated.swift.
+extension AsyncTask {
+    @available(
+        *, deprecated,
+        message:
+            "Use AsyncTask(_:_:) with AsyncTask.Options: AsyncTask(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { task in … }"
+    )
+    public convenience init(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
+    ) {
+        self.init(
+            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work))
+    }
+
+    @available(
+        *, deprecated,
+        message:
+            "Use AsyncTaskHandle(_:_:) with AsyncTask.Options: AsyncTaskHandle(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
+    )
+    public static func operation<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = nil,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        AsyncTaskHandle(
+            AsyncTask(
+                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+                uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body)))
+    }
+
+    @available(*, deprecated, message: "Use AsyncTaskHandle(_:_:)")
+    public static func operation<Success: Sendable>(
+        _ options: Options, _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        AsyncTaskHandle(options, body)
+    }
+}

@@ -1,0 +1,98 @@
+// The spellings of 2.0's first releases, before `AsyncTask.Options` became the one
+// carrier of a unit's settings. They compile, with a warning naming the new spelling
+// (.ci/deprecated-spellings.sh checks both), and keep their old code paths.
+extension BackgroundQueue {
+    @available(
+        *, deprecated,
+        message:
+            "Use add(_:_:) with AsyncTask.Options: add(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { task in … }"
+    )
+    @discardableResult
+    public nonisolated func add(
+        name: String? = nil,
+        timeout: Duration? = AsyncTask.defaultTimeout,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
+    ) -> AsyncTask {
+        let unit = AsyncTask(
+            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work),
+            claimedBy: core)
+        core.add(claimed: unit)
+        return unit
+    }
+
+    @available(
+        *, deprecated,
+        message:
+            "Use add(_:_:) with AsyncTask.Options: add(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
+    )
+    @discardableResult
+    public nonisolated func addTask<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = nil,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        let handle = AsyncTaskHandle<Success>(
+            AsyncTask(
+                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+                uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body),
+                claimedBy: core))
+        core.add(claimed: handle.task)
+        return handle
+    }
+
+    @available(*, deprecated, renamed: "add(_:_:)")
+    @discardableResult
+    public nonisolated func addTask<Success: Sendable>(
+        _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        add(options, body)
+    }
+
+    @available(
+        *, deprecated,
+        message:
+            "Use add(_:_:) with AsyncTask.Options: add(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
+    )
+    @discardableResult
+    public nonisolated func addOperation<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = nil,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        add(
+            AsyncTask.Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout), body)
+    }
+
+    @available(
+        *, deprecated,
+        message:
+            "Use run(_:_:) with AsyncTask.Options: run(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
+    )
+    public nonisolated func run<Success: Sendable>(
+        name: String? = nil,
+        timeout: Duration? = nil,
+        priority: TaskPriority? = nil,
+        uniquenessPolicy: UniquenessPolicy = .ignore,
+        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) async throws -> Success {
+        try await run(
+            AsyncTaskHandle(
+                AsyncTask(
+                    name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
+                    uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body),
+                    claimedBy: core)))
+    }
+}
