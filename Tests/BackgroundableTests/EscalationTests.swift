@@ -13,7 +13,9 @@ struct EscalationTests {
         _ events: inout AsyncStream<BackgroundQueue.Event>.Iterator
     ) async -> (AsyncTask, TaskPriority)? {
         while let event = await events.next() {
-            if case .escalated(let unit, let priority) = event { return (unit, priority) }
+            if event.kind == .escalated, let unit = event.unit, let priority = event.priority {
+                return (unit, priority)
+            }
         }
         return nil
     }
@@ -66,8 +68,8 @@ struct EscalationTests {
         await queue.waitUntilIdle()
         var escalations = 0
         for await event in events {
-            if case .escalated = event { escalations += 1 }
-            if case .idle = event { break }
+            if event.kind == .escalated { escalations += 1 }
+            if event.kind == .idle { break }
         }
         #expect(escalations == 0)
     }
@@ -99,7 +101,7 @@ struct EscalationTests {
             if attempts.count == 1 { throw TestError(code: 1) }
         }
         while let event = await events.next() {
-            if case .retrying = event { break }
+            if event.kind == .retrying { break }
         }
         // Someone awaits the unit's `Task` itself: the runtime escalates it, and the
         // unit's place in the start order follows.

@@ -12,16 +12,13 @@ struct ObservationTests {
         let unit = queue.add(.init(name: "one")) { $0.finish() }
         var seen: [String] = []
         for await event in events {
-            switch event {
+            switch event.kind {
             case .busy: seen.append("busy")
-            case .enqueued(let task): seen.append(task === unit ? "enqueued" : "other")
-            case .started(let task): seen.append(task === unit ? "started" : "other")
-            case .ended(let task, let outcome): seen.append(task === unit ? "ended:\(outcome)" : "other")
+            case .enqueued: seen.append(event.unit === unit ? "enqueued" : "other")
+            case .started: seen.append(event.unit === unit ? "started" : "other")
+            case .ended: seen.append(event.unit === unit ? "ended:\(event.outcome!)" : "other")
             case .idle: seen.append("idle")
-            case .backgroundTimeExpiring: seen.append("expiring")
-            case .retrying: seen.append("retrying")
-            case .joined: seen.append("joined")
-            case .escalated: seen.append("escalated")
+            default: seen.append("\(event.kind)")
             }
             if seen.last == "idle" { break }
         }
@@ -37,8 +34,8 @@ struct ObservationTests {
         queue.resume()
         var droppedReported = false
         for await event in events {
-            if case .ended(let task, .dropped) = event, task === dropped { droppedReported = true }
-            if case .idle = event { break }
+            if event.kind == .ended, event.unit === dropped, event.outcome?.kind == .dropped { droppedReported = true }
+            if event.kind == .idle { break }
         }
         #expect(droppedReported)
         #expect(kept.currentOutcome?.kind == .finished)
@@ -178,8 +175,8 @@ struct BackgroundTimeTests {
         #expect(provider.unbalancedEndCount == 0)
         var sawExpiring = false
         for await event in events {
-            if case .backgroundTimeExpiring = event { sawExpiring = true }
-            if case .idle = event { break }
+            if event.kind == .backgroundTimeExpiring { sawExpiring = true }
+            if event.kind == .idle { break }
         }
         #expect(sawExpiring)
     }

@@ -35,8 +35,8 @@ struct RetryTests {
         _ events: inout AsyncStream<BackgroundQueue.Event>.Iterator
     ) async -> (attempt: Int, error: TestError?, delay: Duration)? {
         while let event = await events.next() {
-            if case .retrying(_, let attempt, let error, let delay) = event {
-                return (attempt, error as? TestError, delay)
+            if event.kind == .retrying, let attempt = event.attempt, let delay = event.delay {
+                return (attempt, event.error as? TestError, delay)
             }
         }
         return nil
@@ -73,12 +73,12 @@ struct RetryTests {
         #expect(try await handle.value == 2)
         var seen: [String] = []
         for await event in events {
-            switch event {
+            switch event.kind {
             case .enqueued: seen.append("enqueued")
             case .started: seen.append("started")
-            case .retrying(_, let attempt, _, _): seen.append("retrying \(attempt)")
-            case .ended(_, let outcome): seen.append("ended \(outcome.kind)")
-            case .busy, .idle, .backgroundTimeExpiring, .joined, .escalated: continue
+            case .retrying: seen.append("retrying \(event.attempt!)")
+            case .ended: seen.append("ended \(event.outcome!.kind)")
+            default: continue
             }
             if seen.last?.hasPrefix("ended") == true { break }
         }

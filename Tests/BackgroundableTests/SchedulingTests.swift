@@ -49,8 +49,8 @@ struct SchedulingTests {
         queue.resume()
         var started: [AsyncTask] = []
         for await event in events {
-            if case .started(let unit) = event { started.append(unit) }
-            if case .idle = event { break }
+            if event.kind == .started, let unit = event.unit { started.append(unit) }
+            if event.kind == .idle { break }
         }
         #expect(started.map(ObjectIdentifier.init) == units.map(ObjectIdentifier.init))
     }

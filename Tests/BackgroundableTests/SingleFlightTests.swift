@@ -49,10 +49,10 @@ struct SingleFlightTests {
         #expect(second.task.attempts == 0, "its own work never ran")
         var joined: [ObjectIdentifier] = []
         for await event in events {
-            if case .joined(let unit, let primary) = event, primary === first.task {
+            if event.kind == .joined, let unit = event.unit, event.primary === first.task {
                 joined.append(ObjectIdentifier(unit))
             }
-            if case .idle = event { break }
+            if event.kind == .idle { break }
         }
         #expect(joined == [ObjectIdentifier(second.task), ObjectIdentifier(third.task)])
     }
@@ -187,7 +187,7 @@ struct SingleFlightTests {
             return "token-2"
         }
         while let event = await events.next() {
-            if case .retrying = event { break }
+            if event.kind == .retrying { break }
         }
         // Between or during attempts, the unit is live: a join shares its final value.
         let joined = queue.add(.init(name: "token", uniquenessPolicy: .join)) { "never" }

@@ -35,7 +35,7 @@ import Synchronization
 ///    ``gracePeriod`` from the request.
 /// 3. **Expiration**, if the grace period runs out or a second request arrives first:
 ///    every background-time assertion this provider holds expires, so each queue
-///    emits ``BackgroundQueue/Event/backgroundTimeExpiring`` and applies its
+///    emits ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and applies its
 ///    ``BackgroundQueue/ExpirationPolicy`` (by default it cancels its units). Cancelled
 ///    bodies see `Task.isCancelled` and get ``cancellationPeriod`` to return — to save
 ///    their state.

@@ -376,7 +376,7 @@ struct QueueStateMachine<Member: AnyObject> {
             return nil
         }
         if let name = admission.name, let number = names[name] {
-            switch admission.policy {
+            switch admission.policy.kind {
             case .ignore:
                 break
             case .drop:

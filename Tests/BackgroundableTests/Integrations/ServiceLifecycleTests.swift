@@ -63,8 +63,8 @@
             #expect(saved.all == ["stuck"], "saved within the cancellation period")
             var sawExpiring = false
             for await event in events {
-                if case .backgroundTimeExpiring = event { sawExpiring = true }
-                if case .idle = event { break }
+                if event.kind == .backgroundTimeExpiring { sawExpiring = true }
+                if event.kind == .idle { break }
             }
             #expect(sawExpiring)
         }

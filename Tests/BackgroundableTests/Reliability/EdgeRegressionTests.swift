@@ -142,8 +142,8 @@ struct EdgeRegressionTests {
             }
         }
         while let event = await events.next() {
-            if case .escalated(_, let priority) = event {
-                #expect(priority == .high)
+            if event.kind == .escalated {
+                #expect(event.priority == .high)
                 break
             }
         }
@@ -167,8 +167,8 @@ struct EdgeRegressionTests {
         }
         var escalated: AsyncTask?
         while let event = await events.next() {
-            if case .escalated(let unit, _) = event {
-                escalated = unit
+            if event.kind == .escalated {
+                escalated = event.unit
                 break
             }
         }
@@ -277,8 +277,8 @@ struct EdgeRegressionTests {
         for unit in [dropped, joined, replacing, expired] {
             #expect(unit.currentOutcome?.kind == .cancelled)
             for event in events where event.unit === unit {
-                switch event {
-                case .ended(_, let outcome) where outcome.kind != .cancelled:
+                switch event.kind {
+                case .ended where event.outcome?.kind != .cancelled:
                     Issue.record("\(unit): \(event)")
                 case .joined:
                     Issue.record("\(unit): \(event)")
@@ -298,19 +298,6 @@ extension AsyncTask {
             case .enqueued(.afterReplaced), .launching(.afterReplaced, _): true
             default: false
             }
-        }
-    }
-}
-
-extension BackgroundQueue.Event {
-    /// The unit the event is about.
-    var unit: AsyncTask? {
-        switch self {
-        case .enqueued(let unit), .started(let unit), .ended(let unit, _), .retrying(let unit, _, _, _),
-            .joined(let unit, _), .escalated(let unit, _):
-            unit
-        case .busy, .idle, .backgroundTimeExpiring:
-            nil
         }
     }
 }
@@ -364,7 +351,7 @@ final class EventLog: Sendable {
     func events(through unit: AsyncTask) async -> [BackgroundQueue.Event] {
         @Sendable func end(_ events: [BackgroundQueue.Event]) -> Int? {
             events.firstIndex { event in
-                if case .ended(let ended, _) = event { ended === unit } else { false }
+                event.kind == .ended && event.unit === unit
             }
         }
         let events = await events(until: { end($0) != nil })
@@ -375,7 +362,9 @@ final class EventLog: Sendable {
     func endedOutcomes(count: Int) async -> [ObjectIdentifier: AsyncTask.Outcome] {
         @Sendable func outcomes(_ events: [BackgroundQueue.Event]) -> [ObjectIdentifier: AsyncTask.Outcome] {
             var outcomes: [ObjectIdentifier: AsyncTask.Outcome] = [:]
-            for case .ended(let unit, let outcome) in events { outcomes[ObjectIdentifier(unit)] = outcome }
+            for event in events where event.kind == .ended {
+                outcomes[ObjectIdentifier(event.unit!)] = event.outcome
+            }
             return outcomes
         }
         return outcomes(await events(until: { outcomes($0).count >= count }))

@@ -710,20 +710,19 @@ extension FrontEnd {
             var heard: [Int: [Reference.Heard]] = [:]
             var escalated: Set<Int> = []
             for event in events {
-                guard let unit = FrontEnd.unit(of: event) else { continue }
+                guard let unit = event.unit else { continue }
                 guard let id = ids[ObjectIdentifier(unit)] else {
                     if final { fail("events name units of the queue", "an event about an unknown unit: \(event)") }
                     continue
                 }
-                switch event {
+                switch event.kind {
                 case .enqueued: heard[id, default: []].append(.enqueued)
                 case .started: heard[id, default: []].append(.started)
-                case .ended(_, let outcome): heard[id, default: []].append(.ended(outcome.kind))
-                case .joined(_, let primary):
-                    heard[id, default: []].append(.joined(ids[ObjectIdentifier(primary)] ?? 0))
+                case .ended: heard[id, default: []].append(.ended(event.outcome!.kind))
+                case .joined: heard[id, default: []].append(.joined(ids[ObjectIdentifier(event.primary!)] ?? 0))
                 case .escalated: escalated.insert(id)
                 case .retrying: fail("events agree with outcomes", "unit \(id) retried, with no retry policy")
-                case .busy, .idle, .backgroundTimeExpiring: break
+                default: break
                 }
             }
             for id in model.units.keys.sorted() where !eventsChecked.contains(id) {

@@ -366,7 +366,9 @@ extension FrontEnd {
         func checkEvents(_ events: [BackgroundQueue.Event], _ provider: RecordingBackgroundTaskProvider) {
             for (check, message) in universalEventProblems(events) { violate(check, message) }
             let touched = registry.withLock { $0.touched }
-            for case .joined(let unit, let primary) in events where !touched.contains(ObjectIdentifier(unit)) {
+            for event in events where event.kind == .joined {
+                guard let unit = event.unit, let primary = event.primary, !touched.contains(ObjectIdentifier(unit))
+                else { continue }
                 if unit.currentOutcome?.kind != primary.currentOutcome?.kind {
                     violate(
                         "joined units end with the shared outcome",
@@ -376,7 +378,7 @@ extension FrontEnd {
             if let problem = providerProblem(provider) {
                 violate("assertions begin and end once per busy period", problem)
             }
-            let busy = events.count { if case .busy = $0 { true } else { false } }
+            let busy = events.count { $0.kind == .busy }
             if busy != periods(provider) {
                 violate("busy events match the assertions", "\(busy) busy events, \(periods(provider)) assertions")
             }

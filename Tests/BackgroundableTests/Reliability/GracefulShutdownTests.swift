@@ -75,7 +75,7 @@ struct GracefulShutdownTests {
         #expect(unit.task.currentOutcome?.kind == .cancelled)
         var seen: [String] = []
         for await event in events {
-            switch event {
+            switch event.kind {
             case .backgroundTimeExpiring: seen.append("expiring")
             case .idle: seen.append("idle")
             default: continue

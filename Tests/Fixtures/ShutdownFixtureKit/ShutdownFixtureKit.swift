@@ -63,8 +63,8 @@ public func startWork(
         guard units > 0 else { return lines }
         for await event in events {
             lines.append("\(event)")
-            if case .ended = event { ended += 1 }
-            if case .idle = event, ended == units { break }
+            if event.kind == .ended { ended += 1 }
+            if event.kind == .idle, ended == units { break }
         }
         return lines
     }
