@@ -61,18 +61,32 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     /// 292 years.
     public let cancellationPeriod: Duration
 
-    /// What asked for the shutdown.
-    public enum Request: Sendable, Hashable, CustomStringConvertible {
+    /// What asked for the shutdown. New sources come in minor releases: compare a
+    /// request (`request == .requested`, `request == .signal(SIGTERM)`), or switch over
+    /// it with a `default`.
+    public struct Request: Sendable, Hashable, CustomStringConvertible {
+        private enum Source: Sendable, Hashable {
+            case signal(Int32)
+            case requested, serviceGroup
+        }
+
+        private let source: Source
+
         /// A signal: `SIGTERM`, `SIGINT`.
-        case signal(Int32)
+        public static func signal(_ number: Int32) -> Request { Request(source: .signal(number)) }
         /// ``GracefulShutdown/requestShutdown()`` (a test, an admin endpoint).
-        case requested
+        public static let requested = Request(source: .requested)
         /// The graceful shutdown of a swift-service-lifecycle `ServiceGroup` (the
         /// `ServiceLifecycle` trait's `BackgroundQueueService`).
-        case serviceGroup
+        public static let serviceGroup = Request(source: .serviceGroup)
+
+        /// The signal's number, for a request made by a signal.
+        public var signal: Int32? {
+            if case .signal(let number) = source { number } else { nil }
+        }
 
         public var description: String {
-            switch self {
+            switch source {
             case .signal(SIGTERM): "SIGTERM"
             case .signal(SIGINT): "SIGINT"
             case .signal(let number): "signal \(number)"
@@ -329,22 +343,65 @@ public final class GracefulShutdown: BackgroundTaskProvider {
 /// How a ``GracefulShutdown/drain(_:)-(BackgroundQueue...)`` ended, for the program to
 /// report and to choose its exit status.
 public struct ShutdownReport: Sendable, CustomStringConvertible {
-    /// Why the expiration came.
-    public enum Expiration: Sendable, Hashable {
+    /// Why the expiration came. New reasons come in minor releases: compare it, or
+    /// switch over it with a `default`.
+    public struct Expiration: Sendable, Hashable, CustomStringConvertible {
+        fileprivate enum Reason: Sendable, Hashable {
+            case gracePeriodEnded
+            case secondRequest(GracefulShutdown.Request)
+        }
+
+        fileprivate let reason: Reason
+
         /// The grace period ran out with work still running.
-        case gracePeriodEnded
+        public static let gracePeriodEnded = Expiration(reason: .gracePeriodEnded)
         /// A second request came before the grace period ran out.
-        case secondRequest(GracefulShutdown.Request)
+        public static func secondRequest(_ request: GracefulShutdown.Request) -> Expiration {
+            Expiration(reason: .secondRequest(request))
+        }
+
+        /// The second request, for ``secondRequest(_:)``.
+        public var secondRequest: GracefulShutdown.Request? {
+            if case .secondRequest(let request) = reason { request } else { nil }
+        }
+
+        public var description: String {
+            switch reason {
+            case .gracePeriodEnded: "gracePeriodEnded"
+            case .secondRequest(let request): "secondRequest(\(request))"
+            }
+        }
     }
 
-    /// How the drain ended.
-    public enum Ending: Sendable, Hashable {
+    /// How the drain ended. New endings come in minor releases: compare it, or switch
+    /// over it with a `default`.
+    public struct Ending: Sendable, Hashable, CustomStringConvertible {
+        fileprivate enum Kind: Sendable, Hashable {
+            case idle, drained
+            case expired(Expiration)
+        }
+
+        fileprivate let kind: Kind
+
         /// No shutdown was requested; the queues went idle.
-        case idle
+        public static let idle = Ending(kind: .idle)
         /// Shutdown was requested; the queues finished their work within the grace period.
-        case drained
+        public static let drained = Ending(kind: .drained)
         /// Shutdown was requested and the work still running expired (see ``Expiration``).
-        case expired(Expiration)
+        public static func expired(_ expiration: Expiration) -> Ending { Ending(kind: .expired(expiration)) }
+
+        /// Why the work expired, for ``expired(_:)``.
+        public var expiration: Expiration? {
+            if case .expired(let expiration) = kind { expiration } else { nil }
+        }
+
+        public var description: String {
+            switch kind {
+            case .idle: "idle"
+            case .drained: "drained"
+            case .expired(let expiration): "expired(\(expiration))"
+            }
+        }
     }
 
     /// How the drain ended.
@@ -356,16 +413,14 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
     public let unfinished: [String]
 
     /// `true` unless work expired.
-    public var isComplete: Bool {
-        if case .expired = ending { false } else { true }
-    }
+    public var isComplete: Bool { ending.expiration == nil }
 
     /// A suggested exit status: 0 when the work completed, 75 (`EX_TEMPFAIL`, "try again
     /// later") when it expired.
     public var exitStatus: Int32 { isComplete ? 0 : 75 }
 
     public var description: String {
-        switch ending {
+        switch ending.kind {
         case .idle:
             "Backgroundable: the queues are idle"
         case .drained:
@@ -373,7 +428,7 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
         case .expired(let expiration):
             "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): "
                 + {
-                    switch expiration {
+                    switch expiration.reason {
                     case .gracePeriodEnded: "the grace period ran out"
                     case .secondRequest(let second): "a second request (\(second)) cut the grace period short"
                     }

@@ -209,7 +209,7 @@ struct GracefulShutdownTests {
         #expect(result.files == Array(repeating: "saved", count: 3), "saved within the cancellation period")
         #expect(result.events.contains("backgroundTimeExpiring"), "events: \(result.events)")
         #expect(result.events.hasSuffix("idle"), "events: \(result.events)")
-        #expect(result.manifest == "expired(Backgroundable.ShutdownReport.Expiration.gracePeriodEnded)")
+        #expect(result.manifest == "expired(gracePeriodEnded)")
     }
 
     @Test(.timeLimit(.minutes(1)))
