@@ -14,8 +14,9 @@ extension AsyncTask {
         _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) {
         self.init(
-            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work))
+            Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout), work)
     }
 
     @available(
@@ -32,9 +33,9 @@ extension AsyncTask {
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
         AsyncTaskHandle(
-            AsyncTask(
-                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body)))
+            Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout), body)
     }
 
     @available(*, deprecated, message: "Use AsyncTaskHandle(_:_:)")

@@ -1,6 +1,6 @@
 // The spellings of 2.0's first releases, before `AsyncTask.Options` became the one
 // carrier of a unit's settings. They compile, with a warning naming the new spelling
-// (.ci/deprecated-spellings.sh checks both), and keep their old code paths.
+// (.ci/deprecated-spellings.sh checks both), and forward to it.
 extension BackgroundQueue {
     @available(
         *, deprecated,
@@ -16,12 +16,10 @@ extension BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) -> AsyncTask {
-        let unit = AsyncTask(
-            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work),
-            claimedBy: core)
-        core.add(claimed: unit)
-        return unit
+        add(
+            AsyncTask.Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout), work)
     }
 
     @available(
@@ -38,13 +36,10 @@ extension BackgroundQueue {
         onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
-        let handle = AsyncTaskHandle<Success>(
-            AsyncTask(
-                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body),
-                claimedBy: core))
-        core.add(claimed: handle.task)
-        return handle
+        add(
+            AsyncTask.Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout), body)
     }
 
     @available(*, deprecated, renamed: "add(_:_:)")
@@ -89,10 +84,8 @@ extension BackgroundQueue {
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
         try await run(
-            AsyncTaskHandle(
-                AsyncTask(
-                    name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                    uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body),
-                    claimedBy: core)))
+            AsyncTask.Options(
+                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
+                onTimeout: onTimeout), body)
     }
 }

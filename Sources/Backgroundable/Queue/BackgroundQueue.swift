@@ -221,7 +221,7 @@ public actor BackgroundQueue {
     /// Adds the claimed unit of `handle` once its caller awaits it, then waits for its
     /// value: a caller that joins shared work (``UniquenessPolicy/join``) counts as an
     /// awaiting caller from the moment its unit joins.
-    nonisolated func run<Success>(_ handle: AsyncTaskHandle<Success>) async throws -> Success {
+    private nonisolated func run<Success>(_ handle: AsyncTaskHandle<Success>) async throws -> Success {
         try await handle.result(awaitingBefore: { core.add(claimed: handle.task) }).get()
     }
 

@@ -116,14 +116,6 @@ public final class AsyncTask: Sendable {
             return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
         }
 
-        /// Only an `onTimeout` (the labelled entry points): builds no other setting, on
-        /// the path of every add (an empty `StartTime?` or `RetryPolicy?` is made through
-        /// runtime calls: ≈ 500 instructions per add on `enqueue.BackgroundQueue.sync`).
-        static func make(onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?) -> Extras? {
-            guard let onTimeout else { return nil }
-            return Extras(onTimeout: onTimeout, notBefore: nil, lane: nil, retry: nil)
-        }
-
         private init(
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: String?,
             retry: RetryPolicy?
