@@ -51,6 +51,7 @@ extension AsyncTask {
         message:
             "Use init(operation:options:) with AsyncTask.Options(name:timeout:priority:uniquenessPolicy:onTimeout:)"
     )
+    @_disfavoredOverload
     public convenience init(
         operation: Operation,
         name: String? = nil,
@@ -72,6 +73,7 @@ extension BackgroundQueue {
         *, deprecated,
         message: "Use add(_:options:) with AsyncTask.Options(timeout:priority:uniquenessPolicy:onTimeout:)"
     )
+    @_disfavoredOverload
     @discardableResult
     public nonisolated func add(
         _ operation: Operation,

@@ -214,7 +214,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         var replacing: [AsyncOperation] = []
         let admitted = storage.transition { machine, actions in
             admissions.compactMap { admission in
-                guard admission.policy == .replace, admission.name != nil,
+                guard admission.policy.kind == .replace, admission.name != nil,
                     let newcomer = admission.member as? AsyncOperation
                 else {
                     return machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }

@@ -5,6 +5,7 @@ extension AsyncTask {
         message:
             "Use AsyncTask(_:_:) with AsyncTask.Options: AsyncTask(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { task in … }"
     )
+    @_disfavoredOverload
     public convenience init(
         name: String? = nil,
         timeout: Duration? = AsyncTask.defaultTimeout,
@@ -24,6 +25,7 @@ extension AsyncTask {
         message:
             "Use AsyncTaskHandle(_:_:) with AsyncTask.Options: AsyncTaskHandle(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
     )
+    @_disfavoredOverload
     public static func operation<Success: Sendable>(
         name: String? = nil,
         timeout: Duration? = nil,

@@ -1,12 +1,15 @@
 // The spellings of 2.0's first releases, before `AsyncTask.Options` became the one
 // carrier of a unit's settings. They compile, with a warning naming the new spelling
-// (.ci/deprecated-spellings.sh checks both), and forward to it.
+// (.ci/deprecated-spellings.sh checks both), and forward to it. Those with every
+// parameter defaulted are disfavoured overloads: a call either could take
+// (`queue.add(work)`) takes the new one.
 extension BackgroundQueue {
     @available(
         *, deprecated,
         message:
             "Use add(_:_:) with AsyncTask.Options: add(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { task in … }"
     )
+    @_disfavoredOverload
     @discardableResult
     public nonisolated func add(
         name: String? = nil,
@@ -27,6 +30,7 @@ extension BackgroundQueue {
         message:
             "Use add(_:_:) with AsyncTask.Options: add(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
     )
+    @_disfavoredOverload
     @discardableResult
     public nonisolated func addTask<Success: Sendable>(
         name: String? = nil,
@@ -55,6 +59,7 @@ extension BackgroundQueue {
         message:
             "Use add(_:_:) with AsyncTask.Options: add(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
     )
+    @_disfavoredOverload
     @discardableResult
     public nonisolated func addOperation<Success: Sendable>(
         name: String? = nil,
@@ -75,6 +80,7 @@ extension BackgroundQueue {
         message:
             "Use run(_:_:) with AsyncTask.Options: run(.init(name:timeout:priority:uniquenessPolicy:onTimeout:)) { … }"
     )
+    @_disfavoredOverload
     public nonisolated func run<Success: Sendable>(
         name: String? = nil,
         timeout: Duration? = nil,

@@ -167,12 +167,18 @@ public actor BackgroundQueue {
     /// - Returns: The unit, to await its outcome or cancel it.
     @discardableResult
     public nonisolated func add(
-        _ options: AsyncTask.Options = AsyncTask.Options(),
-        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
+        _ options: AsyncTask.Options, _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) -> AsyncTask {
-        let unit = AsyncTask(options, work: .callback(work), claimedBy: core)
+        let unit = AsyncTask(options, styleTimeout: AsyncTask.defaultTimeout, work: .callback(work), claimedBy: core)
         core.add(claimed: unit)
         return unit
+    }
+
+    /// Creates and adds a callback-style unit with every setting at its default (a
+    /// timeout of ``AsyncTask/defaultTimeout``); see `add(_:_:)`.
+    @discardableResult
+    public nonisolated func add(_ work: sending @escaping @isolated(any) (AsyncTask) -> Void) -> AsyncTask {
+        add(AsyncTask.Options(), work)
     }
 
     /// Creates and adds a unit whose work is an async `body`: done when `body` returns
@@ -187,12 +193,20 @@ public actor BackgroundQueue {
     /// - Returns: The unit's handle, to await its value or cancel it.
     @discardableResult
     public nonisolated func add<Success: Sendable>(
-        _ options: AsyncTask.Options = AsyncTask.Options(),
-        _ body: sending @escaping @isolated(any) () async throws -> Success
+        _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
         let handle = AsyncTaskHandle<Success>(AsyncTask(options, work: .body(body), claimedBy: core))
         core.add(claimed: handle.task)
         return handle
+    }
+
+    /// Creates and adds a unit whose work is `body`, with every setting at its default
+    /// (no timeout); see `add(_:_:)`.
+    @discardableResult
+    public nonisolated func add<Success: Sendable>(
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) -> AsyncTaskHandle<Success> {
+        add(AsyncTask.Options(), body)
     }
 
     /// The async way to use the queue from async code: adds a unit whose work is `body`
@@ -212,10 +226,16 @@ public actor BackgroundQueue {
     /// <doc:PriorityEscalation>). A caller cancelled before the call adds nothing: it
     /// throws `CancellationError`.
     public nonisolated func run<Success: Sendable>(
-        _ options: AsyncTask.Options = AsyncTask.Options(),
-        _ body: sending @escaping @isolated(any) () async throws -> Success
+        _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
         try await run(AsyncTaskHandle(AsyncTask(options, work: .body(body), claimedBy: core)))
+    }
+
+    /// ``run(_:_:)`` with every setting at its default (no timeout).
+    public nonisolated func run<Success: Sendable>(
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) async throws -> Success {
+        try await run(AsyncTask.Options(), body)
     }
 
     /// Adds the claimed unit of `handle` once its caller awaits it, then waits for its
@@ -397,7 +417,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         #if Metrics || Tracing
             if measurer != nil || !observers.isEmpty { unit.observeAdding() }
         #endif
-        if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
+        if inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy.kind == .ignore {
             // The drainer may have stopped since: then the push says so, and this
             // transition admits the unit.
             if inbox.push(unit) { transition { _, _ in } }
@@ -416,7 +436,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// ends before its add is rejected or joins is told by settling, see
     /// ``QueueMember/settle(_:gate:)``; one with no such policy is admitted and leaves.)
     private static func mayReplace(_ unit: AsyncTask) -> Bool {
-        unit.uniquenessPolicy != .replace || unit.name == nil || !unit.isFinished
+        unit.uniquenessPolicy.kind != .replace || unit.name == nil || !unit.isFinished
     }
 
     /// Adds units in order, each after the previous one when `sequential`. The

@@ -17,7 +17,15 @@ extension AsyncTask {
         /// name-based deduplication; `nil` never deduplicates.
         public var name: String?
         /// The priority of the wrapping `Task`; the queue starts higher priorities first.
-        public var priority: TaskPriority?
+        /// A priority whose raw value is 0 (the runtime's "unspecified") reads back as
+        /// `nil`, as ``AsyncTask/priority`` does.
+        public var priority: TaskPriority? {
+            get { priorityRawValue == 0 ? nil : TaskPriority(rawValue: priorityRawValue) }
+            set { priorityRawValue = newValue?.rawValue ?? 0 }
+        }
+        /// ``priority`` as its raw value, 0 for none: an `Optional` of the resilient
+        /// `TaskPriority` would make every copy of the options a runtime call.
+        private(set) var priorityRawValue: UInt8 = 0
         /// What a queue does when a live unit already has the same name.
         public var uniquenessPolicy: UniquenessPolicy
         /// The earliest time the unit may start once added (see ``StartTime``); `nil`
@@ -60,7 +68,6 @@ extension AsyncTask {
         /// style's, see ``usesStyleTimeout``).
         public init() {
             self.name = nil
-            self.priority = nil
             self.uniquenessPolicy = .ignore
         }
 
@@ -77,7 +84,7 @@ extension AsyncTask {
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil
         ) {
             self.name = name
-            self.priority = priority
+            self.priorityRawValue = priority?.rawValue ?? 0
             self.uniquenessPolicy = uniquenessPolicy
             self.extras = .make(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry)
         }

@@ -204,10 +204,23 @@ public final class AsyncTask: Sendable {
 
     /// A unit with `options`; its timeout is its style's default unless they set one.
     convenience init(_ options: Options, work: consuming sending Work, claimedBy queue: borrowing QueueCore? = nil) {
-        self.init(
-            name: options.name, timeout: options.timeout(defaultingTo: work.defaultTimeout),
-            priorityRawValue: options.priority?.rawValue ?? 0, uniquenessPolicy: options.uniquenessPolicy,
-            extras: options.extras, work: work, claimedBy: queue)
+        let styleTimeout = work.defaultTimeout
+        self.init(options, styleTimeout: styleTimeout, work: work, claimedBy: queue)
+    }
+
+    /// A unit with `options`, whose style's timeout is `styleTimeout`.
+    init(
+        _ options: borrowing Options, styleTimeout: Duration?, work: consuming sending Work,
+        claimedBy queue: borrowing QueueCore? = nil
+    ) {
+        self.name = options.name
+        self.timeoutNanoseconds =
+            options.usesStyleTimeout
+            ? (styleTimeout.map(Self.nanoseconds) ?? .min) : (options.timeout.map(Self.nanoseconds) ?? .min)
+        self.priorityRawValue = options.priorityRawValue
+        self.uniquenessPolicy = options.uniquenessPolicy
+        self.extras = options.extras
+        self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
@@ -223,10 +236,14 @@ public final class AsyncTask: Sendable {
     ///     background queue — unless it is isolated to an actor (`{ @MainActor task in … }`),
     ///     where it then runs. It is `sending`: it may capture non-`Sendable` state the
     ///     caller no longer uses.
-    public convenience init(
-        _ options: Options = Options(), _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
-    ) {
-        self.init(options, work: .callback(work))
+    public convenience init(_ options: Options, _ work: sending @escaping @isolated(any) (AsyncTask) -> Void) {
+        self.init(options, styleTimeout: AsyncTask.defaultTimeout, work: .callback(work))
+    }
+
+    /// Creates a callback-style unit with every setting at its default (a timeout of
+    /// ``defaultTimeout``); see ``init(_:_:)``.
+    public convenience init(_ work: sending @escaping @isolated(any) (AsyncTask) -> Void) {
+        self.init(Options(), work)
     }
 
     /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default
@@ -344,7 +361,7 @@ public final class AsyncTask: Sendable {
                     action()
                     if escalates {
                         escalate(to: awaiting)
-                    } else if uniquenessPolicy == .join {
+                    } else if uniquenessPolicy.kind == .join {
                         escalateSharedWork(to: awaiting)
                     }
                 }

@@ -19,11 +19,14 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
     ///     they set one, since a body cannot forget to return.
     ///   - body: Runs as the operation of a `Task.detached` would: off the caller's
     ///     actor, or on the actor it is isolated to (`{ @MainActor in … }`).
-    public init(
-        _ options: AsyncTask.Options = AsyncTask.Options(),
-        _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) {
+    public init(_ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success) {
         self.init(AsyncTask(options, work: .body(body)))
+    }
+
+    /// Creates a unit whose work is `body`, with every setting at its default (no
+    /// timeout); see ``init(_:_:)``.
+    public init(_ body: sending @escaping @isolated(any) () async throws -> Success) {
+        self.init(AsyncTask.Options(), body)
     }
 
     /// The body's return value.

@@ -24,3 +24,18 @@ func deprecatedSpellings(_ queue: BackgroundQueue, _ operation: Operation) async
     _ = AsyncTask.operation(options) { 6 }
     _ = AsyncTask(operation: BlockOperation {}, name: "adopted", timeout: .seconds(2))
 }
+
+// The new spellings, with every setting left out, where a deprecated overload could also
+// take the call: they must resolve to the new ones (no warning).
+func newSpellings(
+    _ queue: BackgroundQueue, _ operation: Operation, _ work: @escaping @Sendable (AsyncTask) -> Void,
+    _ body: @escaping @Sendable () async throws -> Int
+) async throws {
+    queue.add(work)
+    queue.add(body)
+    _ = try await queue.run(body)
+    queue.add(operation)
+    _ = AsyncTask(work)
+    _ = AsyncTaskHandle(body)
+    _ = AsyncTask(operation: operation)
+}
