@@ -118,11 +118,6 @@ extension AsyncTask {
         /// `true` while no timeout was set: the unit's style then decides (10 seconds
         /// for a callback-style unit, none for an async body).
         public var usesStyleTimeout: Bool { chosenTimeout == nil }
-
-        /// The timeout a unit of a style whose default is `styleDefault` gets.
-        func timeout(defaultingTo styleDefault: Duration?) -> Duration? {
-            chosenTimeout ?? styleDefault
-        }
     }
 }
 

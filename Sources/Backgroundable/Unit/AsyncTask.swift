@@ -182,9 +182,9 @@ public final class AsyncTask: Sendable {
         nonisolated(unsafe) var addedInContext: InstrumentationContext?
     #endif
 
-    /// The one initializer. Takes the priority as ``priorityRawValue``: callers convert
-    /// the public `TaskPriority?` once, where it arrives (every copy of that resilient
-    /// optional on the way down is a runtime call).
+    /// The initializer from separate settings (``AsyncOperation``'s). Takes the priority
+    /// as ``priorityRawValue``: callers convert the public `TaskPriority?` once, where it
+    /// arrives (every copy of that resilient optional on the way down is a runtime call).
     init(
         name: String?,
         timeout: Duration?,
