@@ -46,7 +46,7 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             let queue = BackgroundQueue(name: "bench")
             let start = now()
             for _ in 0..<units {
-                queue.add(timeout: nil) { $0.finish() }
+                queue.add(.init(timeout: nil)) { $0.finish() }
             }
             let end = now()
             drain(queue)
@@ -60,7 +60,7 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
             Task.detached {
                 let start = now()
                 for _ in 0..<units {
-                    queue.add(timeout: nil) { $0.finish() }
+                    queue.add(.init(timeout: nil)) { $0.finish() }
                 }
                 elapsed = perUnit(start, now(), units)
                 result.arrive()
@@ -264,7 +264,7 @@ func backgroundQueueEndToEnd(
                 done.arrive()
             }
         } else {
-            queue.add(timeout: timeout) { task in
+            queue.add(.init(timeout: timeout)) { task in
                 task.finish()
                 done.arrive()
             }
@@ -282,7 +282,7 @@ private func asyncBodyEndToEnd(units: Int, options: AsyncTask.Options) -> Double
     let done = Countdown(units)
     let start = now()
     for index in 0..<units {
-        queue.addTask(options) {
+        queue.add(options) {
             done.arrive()
             return index
         }
@@ -306,7 +306,7 @@ private func observedAsyncBodies(units: Int, reports: Int) -> Double {
     let done = Countdown(units)
     let start = now()
     for index in 0..<units {
-        queue.addTask {
+        queue.add {
             if reports > 0, let unit = AsyncTask.current {
                 for step in 1...reports { unit.reportProgress(completed: step, of: reports) }
             }
@@ -325,12 +325,12 @@ private func namedEnqueue(units: Int, liveNames: Int) -> Double {
     let queue = BackgroundQueue(name: "bench")
     queue.suspend()
     for index in 0..<liveNames {
-        queue.add(name: "live-\(index)", timeout: nil, uniquenessPolicy: .drop) { $0.finish() }
+        queue.add(.init(name: "live-\(index)", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
     }
     let names = (0..<units).map { "new-\($0)" }
     let start = now()
     for name in names {
-        queue.add(name: name, timeout: nil, uniquenessPolicy: .drop) { $0.finish() }
+        queue.add(.init(name: name, timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
     }
     let end = now()
     queue.cancelAll()

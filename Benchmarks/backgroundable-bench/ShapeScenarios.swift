@@ -14,7 +14,7 @@ func latencyScenarios(count: Int) -> [Scenario] {
             _ in
             let queue = BackgroundQueue(name: "bench")
             return medianLatency(count: count) { start, started in
-                queue.add(timeout: nil) { task in
+                queue.add(.init(timeout: nil)) { task in
                     started(now() - start)
                     task.finish()
                 }
@@ -185,23 +185,23 @@ private let scalingShapes: [Shape] = [
     Shape(name: "distinctNames") { units in
         let names = (0..<units).map { "unit-\($0)" }
         return pendingThenRun(units: units) { queue, index in
-            queue.add(name: names[index], timeout: nil, noop)
+            queue.add(.init(name: names[index], timeout: nil), noop)
         }
     },
     Shape(name: "oneLabelName") { units in
         pendingThenRun(units: units) { queue, _ in
-            queue.add(name: "upload", timeout: nil, noop)
+            queue.add(.init(name: "upload", timeout: nil), noop)
         }
     },
     Shape(name: "fewLabelNames") { units in
         let names = (0..<8).map { "label-\($0)" }
         return pendingThenRun(units: units) { queue, index in
-            queue.add(name: names[index % 8], timeout: nil, noop)
+            queue.add(.init(name: names[index % 8], timeout: nil), noop)
         }
     },
     Shape(name: "distinctTimeouts") { units in
         pendingThenRun(units: units) { queue, index in
-            queue.add(timeout: .seconds(10) + .nanoseconds(index), noop)
+            queue.add(.init(timeout: .seconds(10) + .nanoseconds(index)), noop)
         }
     },
     Shape(name: "randomPrioritiesLimit4") { units in
@@ -209,18 +209,18 @@ private let scalingShapes: [Shape] = [
         let priorities: [TaskPriority] = [.background, .low, .medium, .high]
         let chosen = (0..<units).map { priorities[Int((UInt64($0) &* 0x9E37_79B9_7F4A_7C15) >> 62)] }
         return pendingThenRun(units: units, limit: 4) { queue, index in
-            queue.add(timeout: nil, priority: chosen[index], noop)
+            queue.add(.init(timeout: nil, priority: chosen[index]), noop)
         }
     },
     Shape(name: "oneLongSequence") { units in
-        let tasks = (0..<units).map { _ in AsyncTask(timeout: nil, noop) }
+        let tasks = (0..<units).map { _ in AsyncTask(.init(timeout: nil), noop) }
         // One add of the whole group: its time per unit.
         return pendingThenRun(units: 1) { queue, _ in
             queue.addSequence(tasks)
         } / Double(units)
     },
     Shape(name: "manyShortSequences") { units in
-        let groups = (0..<units / 4).map { _ in (0..<4).map { _ in AsyncTask(timeout: nil, noop) } }
+        let groups = (0..<units / 4).map { _ in (0..<4).map { _ in AsyncTask(.init(timeout: nil), noop) } }
         return pendingThenRun(units: groups.count) { queue, index in
             queue.addSequence(groups[index])
         } / 4
@@ -253,7 +253,7 @@ private let scalingShapes: [Shape] = [
         let retry = AsyncTask.Options(retry: .fixed(maxAttempts: 2, delay: .zero))
         return pendingThenRun(units: units) { queue, index in
             let attempt = attempts[index]
-            queue.addTask(retry) { try attempt.run() }
+            queue.add(retry) { try attempt.run() }
         }
     },
     Shape(name: "joinOneName") { units in
@@ -265,17 +265,17 @@ private let scalingShapes: [Shape] = [
     },
     Shape(name: "replaceStormOneName") { units in
         pendingThenRun(units: units) { queue, _ in
-            queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .replace, noop)
+            queue.add(.init(name: "refresh", timeout: nil, uniquenessPolicy: .replace), noop)
         }
     },
     Shape(name: "dropStormBehindExecuting") { units in
         let queue = BackgroundQueue(name: "bench")
         let running = DispatchSemaphore(value: 0)
-        let holder = queue.add(name: "sync", timeout: nil) { _ in running.signal() }
+        let holder = queue.add(.init(name: "sync", timeout: nil)) { _ in running.signal() }
         running.wait()
         let start = now()
         for _ in 0..<units {
-            queue.add(name: "sync", timeout: nil, uniquenessPolicy: .drop, noop)
+            queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .drop), noop)
         }
         holder.finish()
         drainQueue(queue)
@@ -285,14 +285,14 @@ private let scalingShapes: [Shape] = [
         var added: [AsyncTask] = []
         added.reserveCapacity(units)
         return pendingThenRun(units: units) { queue, _ in
-            added.append(queue.add(timeout: nil, noop))
+            added.append(queue.add(.init(timeout: nil), noop))
         } beforeResume: { _ in
             for task in added { task.cancel() }
         }
     },
     Shape(name: "cancelAllPending") { units in
         pendingThenRun(units: units) { queue, _ in
-            queue.add(timeout: nil, noop)
+            queue.add(.init(timeout: nil), noop)
         } beforeResume: { queue in
             queue.cancelAll()
         }
@@ -300,7 +300,7 @@ private let scalingShapes: [Shape] = [
     Shape(name: "awaitedAsyncBodies") { units in
         let queue = BackgroundQueue(name: "bench")
         let start = now()
-        let handles = (0..<units).map { index in queue.addTask(timeout: nil) { index } }
+        let handles = (0..<units).map { index in queue.add(.init(timeout: nil)) { index } }
         blockingWait {
             var sum = 0
             for handle in handles { sum &+= (try? await handle.value) ?? 0 }
@@ -317,7 +317,7 @@ private let scalingShapes: [Shape] = [
                 for await _ in stream {}
             }
         } add: { queue, _ in
-            queue.add(timeout: nil, noop)
+            queue.add(.init(timeout: nil), noop)
         }
         listener?.cancel()
         return result

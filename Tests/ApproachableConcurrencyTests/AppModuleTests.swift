@@ -36,7 +36,7 @@ final class FeedModel: BackgroundQueueDelegate {
 
     /// Callback style, touching main-actor state from a closure isolated to it.
     func refresh() -> AsyncTask {
-        queue.add(name: "refresh", uniquenessPolicy: .drop) { @MainActor task in
+        queue.add(.init(name: "refresh", uniquenessPolicy: .drop)) { @MainActor task in
             self.items.append("refreshed")
             task.finish()
         }
@@ -44,7 +44,7 @@ final class FeedModel: BackgroundQueueDelegate {
 
     /// Async style, the work off the main actor, the result back on it.
     func loadThumbnail(_ id: Int) async throws {
-        let thumbnail = try await queue.run(name: "thumbnail-\(id)") { await renderThumbnail(id) }
+        let thumbnail = try await queue.run(.init(name: "thumbnail-\(id)")) { await renderThumbnail(id) }
         items.append(thumbnail)
     }
 
@@ -56,11 +56,12 @@ final class FeedModel: BackgroundQueueDelegate {
     /// `onTimeout` on the main actor.
     func slowCall(then timedOut: @escaping @MainActor () -> Void) {
         queue.add(
-            timeout: .milliseconds(5),
-            onTimeout: { @MainActor _ in
-                self.timeouts += 1
-                timedOut()
-            }
+            .init(
+                timeout: .milliseconds(5),
+                onTimeout: { @MainActor _ in
+                    self.timeouts += 1
+                    timedOut()
+                })
         ) { _ in }
     }
 
@@ -77,15 +78,15 @@ final class FeedModel: BackgroundQueueDelegate {
             }
             queue.add(expiring) { @MainActor task in task.finish() }
         }
-        let handle = queue.addTask(quick) { @MainActor in self.items.count }
+        let handle = queue.add(quick) { @MainActor in self.items.count }
         return try await queue.run(quick) { 1 } + handle.value
     }
 
     /// Errors matched like enum cases.
     func deduplicated() async -> String {
         queue.suspend()
-        let first = queue.addTask(name: "sync", uniquenessPolicy: .drop) { 1 }
-        let second = queue.addTask(name: "sync", uniquenessPolicy: .drop) { 2 }
+        let first = queue.add(.init(name: "sync", uniquenessPolicy: .drop)) { 1 }
+        let second = queue.add(.init(name: "sync", uniquenessPolicy: .drop)) { 2 }
         queue.resume()
         do {
             _ = try await first.value
@@ -127,7 +128,7 @@ struct AppModuleTests {
     @Test func aViewHoldsTheQueuesActivityAndBodiesReportProgress() async throws {
         let queue = BackgroundQueue(name: "import")
         let activity = BackgroundQueueActivity(queue)
-        let count = try await queue.run(name: "import") {
+        let count = try await queue.run(.init(name: "import")) {
             let unit = AsyncTask.current
             for index in 0..<10 {
                 unit?.reportProgress(completed: index + 1, of: 10)

@@ -38,8 +38,8 @@ struct AsyncTaskTests {
 
     @Test func operationValueAndError() async throws {
         let (queue, _) = makeQueue()
-        let value = queue.addTask { "done" }
-        let failure = queue.addTask { () async throws -> Int in throw TestError(code: 7) }
+        let value = queue.add { "done" }
+        let failure = queue.add { () async throws -> Int in throw TestError(code: 7) }
         #expect(try await value.value == "done")
         await #expect(throws: TestError(code: 7)) { try await failure.value }
         let outcome = await failure.outcome
@@ -81,7 +81,7 @@ struct AsyncTaskTests {
     @Test func firstTerminalTransitionWins() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let unit = queue.add(timeout: nil) { _ in started.signal() }
+        let unit = queue.add(.init(timeout: nil)) { _ in started.signal() }
         await started.wait()
         unit.cancel()
         unit.finish()
@@ -115,7 +115,7 @@ struct AsyncTaskTests {
         let seen = Recorder<(String?, TaskPriority)>()
         let ran = Signal()
         // Not awaited (an awaiter of higher priority would escalate it): observed.
-        queue.add(name: "named-unit", priority: .low) { unit in
+        queue.add(.init(name: "named-unit", priority: .low)) { unit in
             seen.append((Task.name, Task.currentPriority))
             ran.signal()
             unit.finish()
@@ -126,11 +126,11 @@ struct AsyncTaskTests {
     }
 
     @Test func priorityReadsBackAsGiven() {
-        #expect(AsyncTask(priority: .high) { _ in }.priority == .high)
-        #expect(AsyncTask(priority: TaskPriority(rawValue: 7)) { _ in }.priority?.rawValue == 7)
+        #expect(AsyncTask(.init(priority: .high)) { _ in }.priority == .high)
+        #expect(AsyncTask(.init(priority: TaskPriority(rawValue: 7))) { _ in }.priority?.rawValue == 7)
         #expect(AsyncTask { _ in }.priority == nil)
         // Raw value 0 is the runtime's "unspecified": the same as none.
-        #expect(AsyncTask(priority: TaskPriority(rawValue: 0)) { _ in }.priority == nil)
+        #expect(AsyncTask(.init(priority: TaskPriority(rawValue: 0))) { _ in }.priority == nil)
     }
 
     @Test func awaitingTheOutcomeOfAnEndedUnitReturnsAtOnce() async {
@@ -151,12 +151,13 @@ struct AsyncTaskTests {
         for index in 0..<iterations {
             let started = Signal()
             let unit = queue.add(
-                timeout: .milliseconds(1),
-                onTimeout: { task in
-                    #expect(task.currentOutcome?.kind == .timedOut)
-                    timeouts.append(index)
-                    timeoutCalled[index].signal()
-                }
+                .init(
+                    timeout: .milliseconds(1),
+                    onTimeout: { task in
+                        #expect(task.currentOutcome?.kind == .timedOut)
+                        timeouts.append(index)
+                        timeoutCalled[index].signal()
+                    })
             ) { _ in started.signal() }
             // The 1 ms timeout may end the unit before its body runs.
             unit.whenEnded { _ in

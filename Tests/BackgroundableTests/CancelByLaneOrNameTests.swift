@@ -26,9 +26,9 @@ struct CancelByLaneOrNameTests {
         var options = options
         options.retry = .fixed(maxAttempts: 2, delay: .seconds(60))
         var events = queue.events.makeAsyncIterator()
-        let handle = queue.addTask(options) { throw TestError(code: 1) }
+        let handle = queue.add(options) { throw TestError(code: 1) }
         while let event = await events.next() {
-            if case .retrying(let unit, _, _, _) = event, unit === handle.task { break }
+            if event.kind == .retrying, event.unit === handle.task { break }
         }
         return handle.task
     }

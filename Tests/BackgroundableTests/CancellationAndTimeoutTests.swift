@@ -11,7 +11,7 @@ struct CancellationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         queue.suspend()
         let ran = Recorder<Int>()
-        let cancelled = queue.add(name: "n") { task in
+        let cancelled = queue.add(.init(name: "n")) { task in
             ran.append(1)
             task.finish()
         }
@@ -28,7 +28,7 @@ struct CancellationTests {
         let started = Signal()
         let childSawCancellation = Signal()
         let threw = Signal()
-        let handle = queue.addTask {
+        let handle = queue.add {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     await suspendUntilCancelled()
@@ -54,7 +54,7 @@ struct CancellationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let started = Signal()
         let release = Signal()
-        let stubborn = queue.addTask {
+        let stubborn = queue.add {
             started.signal()
             await release.wait()  // ignores cancellation
             return "late"
@@ -70,7 +70,7 @@ struct CancellationTests {
     @Test func lateFinishFromACancelledCallbackBodyIsANoOp() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let unit = queue.add(timeout: nil) { _ in started.signal() }
+        let unit = queue.add(.init(timeout: nil)) { _ in started.signal() }
         await started.wait()
         unit.cancel()
         unit.finish()
@@ -80,7 +80,7 @@ struct CancellationTests {
     @Test func cancellingAnAwaitingCallerCancelsTheUnit() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let handle = queue.addTask {
+        let handle = queue.add {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -96,7 +96,7 @@ struct CancellationTests {
         let started = Recorder<Int>()
         let bothStarted = Signal()
         let units = (0..<6).map { index in
-            queue.add(timeout: nil) { _ in
+            queue.add(.init(timeout: nil)) { _ in
                 started.append(index)
                 if started.count == 2 { bothStarted.signal() }
             }
@@ -120,11 +120,12 @@ struct TimeoutTests {
         let fired = Signal()
         let start = ContinuousClock.now
         let unit = queue.add(
-            timeout: .milliseconds(50),
-            onTimeout: { task in
-                calls.append(task.currentOutcome?.kind)
-                fired.signal()
-            }
+            .init(
+                timeout: .milliseconds(50),
+                onTimeout: { task in
+                    calls.append(task.currentOutcome?.kind)
+                    fired.signal()
+                })
         ) { _ in }
         await fired.wait()
         let elapsed = ContinuousClock.now - start
@@ -152,7 +153,7 @@ struct TimeoutTests {
             let bodyStarted = Lock(false)
             let startedOrEnded = Signal()
             let sawCancellation = Signal()
-            let handle = queue.addTask(timeout: timeout) {
+            let handle = queue.add(.init(timeout: timeout)) {
                 bodyStarted.withLock { $0 = true }
                 startedOrEnded.signal()
                 await suspendUntilCancelled()
@@ -179,7 +180,7 @@ struct TimeoutTests {
         for seconds in [2, 10, 30] {
             let fired = Recorder<Int>()
             let started = Recorder<Bool>()
-            let unit = queue.add(timeout: .seconds(seconds), onTimeout: { _ in fired.append(1) }) { task in
+            let unit = queue.add(.init(timeout: .seconds(seconds), onTimeout: { _ in fired.append(1) })) { task in
                 started.append(true)
                 task.finish()
             }
@@ -187,7 +188,7 @@ struct TimeoutTests {
             if outcome.kind == .timedOut, started.count == 0 { continue }
             #expect(outcome.kind == .finished)
             // A later unit with a longer deadline proves the sleeper passed the first one.
-            let later = queue.add(timeout: .seconds(seconds) + .milliseconds(100)) { _ in }
+            let later = queue.add(.init(timeout: .seconds(seconds) + .milliseconds(100))) { _ in }
             #expect(await later.outcome.kind == .timedOut)
             #expect(fired.count == 0)
             return
@@ -199,8 +200,8 @@ struct TimeoutTests {
         let clock = TestClock()
         let (queue, _) = makeQueue(clock: clock, maxConcurrentTasks: 1)
         let release = Signal()
-        let blocker = queue.addTask(timeout: nil) { await release.wait() }
-        let waiting = queue.add(timeout: .seconds(1)) { _ in }
+        let blocker = queue.add(.init(timeout: nil)) { await release.wait() }
+        let waiting = queue.add(.init(timeout: .seconds(1))) { _ in }
         // Waiting longer than the timeout before starting does not time it out: no
         // deadline is armed until it starts.
         clock.advance(by: .seconds(2))
@@ -216,10 +217,10 @@ struct TimeoutTests {
 
     @Test func anEarlierDeadlineRearmsTheSleeper() async {
         let (queue, _) = makeQueue()
-        let long = queue.add(timeout: .seconds(30)) { _ in }
+        let long = queue.add(.init(timeout: .seconds(30))) { _ in }
         await waitUntil { long.isExecuting }
         let start = ContinuousClock.now
-        let short = queue.add(timeout: .milliseconds(20)) { _ in }
+        let short = queue.add(.init(timeout: .milliseconds(20))) { _ in }
         #expect(await short.outcome.kind == .timedOut)
         #expect(!realTimeBoundsHold || ContinuousClock.now - start < .seconds(10))
         long.cancel()
@@ -228,11 +229,11 @@ struct TimeoutTests {
     @Test func zeroOrNegativeTimeoutExpiresAtStartWithoutRunningTheWork() async {
         let (queue, _) = makeQueue()
         let ran = Recorder<Int>()
-        let zero = queue.add(timeout: .zero) { task in
+        let zero = queue.add(.init(timeout: .zero)) { task in
             ran.append(1)
             task.finish()
         }
-        let negative = queue.add(timeout: .seconds(-1)) { task in
+        let negative = queue.add(.init(timeout: .seconds(-1))) { task in
             ran.append(2)
             task.finish()
         }
@@ -243,7 +244,7 @@ struct TimeoutTests {
 
     @Test func noTimeoutMeansNever() async {
         let (queue, _) = makeQueue()
-        let unit = queue.add(timeout: nil) { _ in }
+        let unit = queue.add(.init(timeout: nil)) { _ in }
         await waitUntil { unit.isExecuting }
         #expect(queue.core.read { $0.footprint.deadlineEntries } == 0)
         unit.finish()
@@ -255,7 +256,7 @@ struct TimeoutTests {
     func timeoutFiresWhileTheMainThreadIsBlocked() {
         let (queue, _) = makeQueue()
         let fired = DispatchSemaphore(value: 0)
-        queue.add(timeout: .milliseconds(20), onTimeout: { _ in fired.signal() }) { _ in }
+        queue.add(.init(timeout: .milliseconds(20), onTimeout: { _ in fired.signal() })) { _ in }
         // Blocks the main thread: no run loop, no main queue.
         #expect(fired.wait(timeout: .now() + 10) == .success)
     }
@@ -264,11 +265,11 @@ struct TimeoutTests {
 @Suite("Timeout storage", .timeLimit(.minutes(1)))
 struct TimeoutStorageTests {
     @Test func timeoutsRoundTripAndHugeOnesClamp() {
-        #expect(AsyncTask(timeout: .milliseconds(50)) { _ in }.timeout == .milliseconds(50))
-        #expect(AsyncTask(timeout: nil) { _ in }.timeout == nil)
+        #expect(AsyncTask(.init(timeout: .milliseconds(50))) { _ in }.timeout == .milliseconds(50))
+        #expect(AsyncTask(.init(timeout: nil)) { _ in }.timeout == nil)
         #expect(AsyncTask { _ in }.timeout == AsyncTask.defaultTimeout)
-        #expect(AsyncTask(timeout: .seconds(-1)) { _ in }.timeout == .seconds(-1))
-        #expect(AsyncTask(timeout: .seconds(Int64.max)) { _ in }.timeout == .nanoseconds(Int64.max))
+        #expect(AsyncTask(.init(timeout: .seconds(-1))) { _ in }.timeout == .seconds(-1))
+        #expect(AsyncTask(.init(timeout: .seconds(Int64.max))) { _ in }.timeout == .nanoseconds(Int64.max))
     }
 
     /// A deadline past what the clock's integers hold saturates instead of wrapping
@@ -276,7 +277,7 @@ struct TimeoutStorageTests {
     @Test func aHugeTimeoutNeverFires() async {
         let (queue, _) = makeQueue()
         let release = Signal()
-        let unit = queue.add(timeout: .seconds(Int64.max)) { task in
+        let unit = queue.add(.init(timeout: .seconds(Int64.max))) { task in
             Task {
                 await release.wait()
                 task.finish()
@@ -284,7 +285,7 @@ struct TimeoutStorageTests {
         }
         // A later unit with a short timeout makes the sleeper run past "now" and
         // expire whatever is due, proving the huge deadline is not.
-        let short = queue.add(timeout: .milliseconds(1)) { _ in }
+        let short = queue.add(.init(timeout: .milliseconds(1))) { _ in }
         #expect(await short.outcome.kind == .timedOut)
         #expect(unit.currentOutcome == nil)
         release.signal()

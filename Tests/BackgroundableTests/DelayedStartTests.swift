@@ -137,7 +137,7 @@ struct DelayedStartTests {
     @Test func anAsyncBodyCanBeDelayedAndItsValueAwaited() async throws {
         let clock = TestClock()
         let (queue, _) = makeQueue(clock: clock)
-        let handle = queue.addTask(.init(notBefore: .after(.milliseconds(300)))) { 42 }
+        let handle = queue.add(.init(notBefore: .after(.milliseconds(300)))) { 42 }
         clock.advance(by: .milliseconds(300))
         #expect(try await handle.value == 42)
     }

@@ -41,7 +41,7 @@ struct EndHookTests {
     @Test func aFailedBodyRunsItWithTheError() async {
         let (queue, _) = makeQueue()
         let seen = Recorder<String>()
-        let handle = queue.addTask(.init(onEnd: { seen.append("\($0)") })) { () async throws -> Int in
+        let handle = queue.add(.init(onEnd: { seen.append("\($0)") })) { () async throws -> Int in
             throw TestError(code: 7)
         }
         await #expect(throws: TestError(code: 7)) { try await handle.value }
@@ -124,7 +124,7 @@ struct EndHookTests {
         let (queue, _) = makeQueue()
         let ends = Ends()
         queue.suspend()
-        let live = queue.add(name: "sync") { $0.finish() }
+        let live = queue.add(.init(name: "sync")) { $0.finish() }
         let newcomer = queue.add(ends.options(name: "sync", uniquenessPolicy: .drop)) { $0.finish() }
         #expect(await newcomer.outcome.kind == .dropped)
         #expect(ends.all == [.dropped])
@@ -138,7 +138,7 @@ struct EndHookTests {
         let ends = Ends()
         queue.suspend()
         let replaced = queue.add(ends.options(name: "sync")) { $0.finish() }
-        let newcomer = queue.add(name: "sync", uniquenessPolicy: .replace) { $0.finish() }
+        let newcomer = queue.add(.init(name: "sync", uniquenessPolicy: .replace)) { $0.finish() }
         #expect(await replaced.outcome.kind == .replaced)
         #expect(ends.all == [.replaced])
         queue.resume()
@@ -150,11 +150,11 @@ struct EndHookTests {
         let (queue, _) = makeQueue()
         let ends = Ends()
         let release = Signal()
-        let primary = queue.addTask(name: "refresh", uniquenessPolicy: .join) { () async -> Int in
+        let primary = queue.add(.init(name: "refresh", uniquenessPolicy: .join)) { () async -> Int in
             await release.wait()
             return 1
         }
-        let joining = queue.addTask(ends.options(name: "refresh", uniquenessPolicy: .join)) { 2 }
+        let joining = queue.add(ends.options(name: "refresh", uniquenessPolicy: .join)) { 2 }
         release.signal()
         #expect(try await joining.value == 1)
         #expect(try await primary.value == 1)
@@ -167,7 +167,7 @@ struct EndHookTests {
         var options = ends.options()
         options.retry = .fixed(maxAttempts: 3, delay: .seconds(3600))
         let failed = Signal()
-        let handle = queue.addTask(options) { () async throws -> Int in
+        let handle = queue.add(options) { () async throws -> Int in
             failed.signal()
             throw TestError(code: 1)
         }
@@ -194,7 +194,7 @@ struct EndHookTests {
         let ends = Ends()
         do {
             _ = AsyncTask(ends.options()) { $0.finish() }
-            _ = AsyncTask.operation(ends.options()) { 1 }
+            _ = AsyncTaskHandle(ends.options()) { 1 }
         }
         #expect(ends.all == [.cancelled, .cancelled])
         do {

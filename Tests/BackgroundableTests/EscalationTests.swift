@@ -14,7 +14,9 @@ struct EscalationTests {
         _ events: inout AsyncStream<BackgroundQueue.Event>.Iterator
     ) async -> (AsyncTask, TaskPriority)? {
         while let event = await events.next() {
-            if case .escalated(let unit, let priority) = event { return (unit, priority) }
+            if event.kind == .escalated, let unit = event.unit, let priority = event.priority {
+                return (unit, priority)
+            }
         }
         return nil
     }
@@ -47,7 +49,7 @@ struct EscalationTests {
         var events = queue.events.makeAsyncIterator()
         let started = Signal()
         let gate = Signal()
-        let handle = queue.addTask(.init(priority: .background)) { () async -> TaskPriority in
+        let handle = queue.add(.init(priority: .background)) { () async -> TaskPriority in
             started.signal()
             await gate.wait()
             return Task.currentPriority
@@ -67,8 +69,8 @@ struct EscalationTests {
         await queue.waitUntilIdle()
         var escalations = 0
         for await event in events {
-            if case .escalated = event { escalations += 1 }
-            if case .idle = event { break }
+            if event.kind == .escalated { escalations += 1 }
+            if event.kind == .idle { break }
         }
         #expect(escalations == 0)
     }
@@ -93,14 +95,14 @@ struct EscalationTests {
         let (queue, _) = makeQueue(clock: clock, maxConcurrentTasks: 1)
         var events = queue.events.makeAsyncIterator()
         let attempts = Recorder<Int>()
-        let handle = queue.addTask(
+        let handle = queue.add(
             .init(priority: .background, retry: .fixed(maxAttempts: 2, delay: .seconds(1)))
         ) {
             attempts.append(1)
             if attempts.count == 1 { throw TestError(code: 1) }
         }
         while let event = await events.next() {
-            if case .retrying = event { break }
+            if event.kind == .retrying { break }
         }
         // Someone awaits the unit's `Task` itself: the runtime escalates it, and the
         // unit's place in the start order follows.

@@ -79,12 +79,13 @@ struct IsolationAndErrorsTests {
         let model = ModelOnTheMainActor()
         let called = Signal()
         queue.add(
-            timeout: .milliseconds(5),
-            onTimeout: { @MainActor task in
-                MainActor.assertIsolated()
-                model.note("timed out: \(task.currentOutcome?.kind == .timedOut)")
-                called.signal()
-            }
+            .init(
+                timeout: .milliseconds(5),
+                onTimeout: { @MainActor task in
+                    MainActor.assertIsolated()
+                    model.note("timed out: \(task.currentOutcome?.kind == .timedOut)")
+                    called.signal()
+                })
         ) { _ in }
         await called.wait()
         #expect(await model.log == ["timed out: true"])
@@ -109,9 +110,9 @@ struct IsolationAndErrorsTests {
     @Test func droppedReplacedAndTimedOutMatchInCatchClauses() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let first = queue.addTask(name: "sync", uniquenessPolicy: .drop) { 1 }
-        let dropped = queue.addTask(name: "sync", uniquenessPolicy: .drop) { 2 }
-        let replacing = queue.addTask(name: "sync", uniquenessPolicy: .replace) { 3 }
+        let first = queue.add(.init(name: "sync", uniquenessPolicy: .drop)) { 1 }
+        let dropped = queue.add(.init(name: "sync", uniquenessPolicy: .drop)) { 2 }
+        let replacing = queue.add(.init(name: "sync", uniquenessPolicy: .replace)) { 3 }
         queue.resume()
         func caught(_ handle: AsyncTaskHandle<Int>) async -> String {
             do {
@@ -129,7 +130,7 @@ struct IsolationAndErrorsTests {
         #expect(await caught(dropped) == "dropped")
         #expect(await caught(first) == "replaced")
         #expect(await caught(replacing) == "value 3")
-        let slow = queue.addTask(timeout: .milliseconds(5)) { () async -> Int in
+        let slow = queue.add(.init(timeout: .milliseconds(5))) { () async -> Int in
             await suspendUntilCancelled()
             return 0
         }
@@ -145,8 +146,8 @@ struct IsolationAndErrorsTests {
     @Test func aCancelledUnitThrowsCancellationErrorHoweverItWasCancelled() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let byCancel = queue.addTask { 1 }
-        let byCancelAll = queue.addTask { 2 }
+        let byCancel = queue.add { 1 }
+        let byCancelAll = queue.add { 2 }
         byCancel.cancel()
         await #expect(throws: CancellationError.self) { try await byCancel.value }
         queue.cancelAll()
@@ -173,9 +174,9 @@ struct IsolationAndErrorsTests {
         queue.suspend()
         #expect(queue.add { $0.finish() }.timeout == .seconds(10))
         #expect(AsyncTask { $0.finish() }.timeout == .seconds(10))
-        #expect(queue.addTask { 1 }.task.timeout == nil)
-        #expect(AsyncTask.operation { 1 }.task.timeout == nil)
-        #expect(queue.addTask(timeout: .seconds(3)) { 1 }.task.timeout == .seconds(3))
+        #expect(queue.add { 1 }.task.timeout == nil)
+        #expect(AsyncTaskHandle { 1 }.task.timeout == nil)
+        #expect(queue.add(.init(timeout: .seconds(3))) { 1 }.task.timeout == .seconds(3))
         queue.cancelAll()
         queue.resume()
     }

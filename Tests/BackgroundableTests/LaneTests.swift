@@ -28,7 +28,7 @@ struct LaneTests {
         var units: [AsyncTask] = []
         for index in 0..<20 {
             units.append(
-                queue.addTask(.init(lane: "account-1")) {
+                queue.add(.init(lane: "account-1")) {
                     gauge.enter()
                     order.append("\(index)")
                     await Task.yield()
@@ -78,7 +78,7 @@ struct LaneTests {
         var units: [AsyncTask] = []
         for index in 0..<40 {
             units.append(
-                queue.addTask(.init(lane: "lane-\(index % 8)")) {
+                queue.add(.init(lane: "lane-\(index % 8)")) {
                     gauge.enter()
                     await Task.yield()
                     gauge.leave()
@@ -94,16 +94,16 @@ struct LaneTests {
         let (timed, _) = makeQueue(clock: clock)
         // Cancelled while executing, failed, finished, and timed out: the next one runs.
         let cancelled = queue.add(.init(timeout: nil, lane: "l")) { _ in }
-        let failing = queue.addTask(.init(lane: "l")) { () async throws -> Int in throw TestError(code: 7) }
-        let finishing = queue.addTask(.init(lane: "l")) { 1 }
-        let last = queue.addTask(.init(lane: "l")) { 2 }
+        let failing = queue.add(.init(lane: "l")) { () async throws -> Int in throw TestError(code: 7) }
+        let finishing = queue.add(.init(lane: "l")) { 1 }
+        let last = queue.add(.init(lane: "l")) { 2 }
         cancelled.cancel()
         #expect(await failing.outcome.kind == .failed)
         #expect(try await finishing.value == 1)
         #expect(try await last.value == 2)
 
         let timingOut = timed.add(.init(timeout: .seconds(1), lane: "l")) { _ in }
-        let next = timed.addTask(.init(lane: "l")) { 3 }
+        let next = timed.add(.init(lane: "l")) { 3 }
         clock.advance(by: .seconds(1))
         #expect(await timingOut.outcome.kind == .timedOut)
         #expect(try await next.value == 3)

@@ -10,19 +10,16 @@ struct ObservationTests {
     @Test func eventsOfOneUnitArriveInOrder() async {
         let (queue, _) = makeQueue()
         let events = queue.events
-        let unit = queue.add(name: "one") { $0.finish() }
+        let unit = queue.add(.init(name: "one")) { $0.finish() }
         var seen: [String] = []
         for await event in events {
-            switch event {
+            switch event.kind {
             case .busy: seen.append("busy")
-            case .enqueued(let task): seen.append(task === unit ? "enqueued" : "other")
-            case .started(let task): seen.append(task === unit ? "started" : "other")
-            case .ended(let task, let outcome): seen.append(task === unit ? "ended:\(outcome)" : "other")
+            case .enqueued: seen.append(event.unit === unit ? "enqueued" : "other")
+            case .started: seen.append(event.unit === unit ? "started" : "other")
+            case .ended: seen.append(event.unit === unit ? "ended:\(event.outcome!)" : "other")
             case .idle: seen.append("idle")
-            case .backgroundTimeExpiring: seen.append("expiring")
-            case .retrying: seen.append("retrying")
-            case .joined: seen.append("joined")
-            case .escalated: seen.append("escalated")
+            default: seen.append("\(event.kind)")
             }
             if seen.last == "idle" { break }
         }
@@ -33,13 +30,13 @@ struct ObservationTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         let events = queue.events
-        let kept = queue.add(name: "n") { $0.finish() }
-        let dropped = queue.add(name: "n", uniquenessPolicy: .drop) { $0.finish() }
+        let kept = queue.add(.init(name: "n")) { $0.finish() }
+        let dropped = queue.add(.init(name: "n", uniquenessPolicy: .drop)) { $0.finish() }
         queue.resume()
         var droppedReported = false
         for await event in events {
-            if case .ended(let task, .dropped) = event, task === dropped { droppedReported = true }
-            if case .idle = event { break }
+            if event.kind == .ended, event.unit === dropped, event.outcome?.kind == .dropped { droppedReported = true }
+            if event.kind == .idle { break }
         }
         #expect(droppedReported)
         #expect(kept.currentOutcome?.kind == .finished)
@@ -90,7 +87,7 @@ struct ObservationTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         #expect(queue.enqueuedCount == 0 && queue.executingCount == 0 && !queue.isBusy)
         let started = Signal()
-        let first = queue.add(timeout: nil) { _ in started.signal() }
+        let first = queue.add(.init(timeout: nil)) { _ in started.signal() }
         let second = queue.add { $0.finish() }
         await started.wait()
         #expect(queue.executingCount == 1)
@@ -110,7 +107,7 @@ struct ObservationTests {
         do {
             let (queue, _) = makeQueue(maxConcurrentTasks: 1)
             weakQueue = queue
-            executing = queue.add(timeout: nil) { _ in started.signal() }
+            executing = queue.add(.init(timeout: nil)) { _ in started.signal() }
             await started.wait()
             pending = (0..<3).map { _ in queue.add { $0.finish() } }
         }
@@ -164,7 +161,7 @@ struct BackgroundTimeTests {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1)
         let events = queue.events
         let started = Signal()
-        let running = queue.addTask {
+        let running = queue.add {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -179,8 +176,8 @@ struct BackgroundTimeTests {
         #expect(provider.unbalancedEndCount == 0)
         var sawExpiring = false
         for await event in events {
-            if case .backgroundTimeExpiring = event { sawExpiring = true }
-            if case .idle = event { break }
+            if event.kind == .backgroundTimeExpiring { sawExpiring = true }
+            if event.kind == .idle { break }
         }
         #expect(sawExpiring)
     }
@@ -188,7 +185,7 @@ struct BackgroundTimeTests {
     @Test func cancelPendingPolicyLetsRunningWorkFinish() async {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1, expirationPolicy: .cancelPending)
         let started = Signal()
-        let running = queue.add(timeout: nil) { _ in started.signal() }
+        let running = queue.add(.init(timeout: nil)) { _ in started.signal() }
         let waiting = queue.add { $0.finish() }
         await started.wait()
         provider.expireAll()
@@ -204,7 +201,7 @@ struct BackgroundTimeTests {
     @Test func keepRunningPolicyCancelsNothing() async {
         let (queue, provider) = makeQueue(expirationPolicy: .keepRunning)
         let started = Signal()
-        let running = queue.add(timeout: nil) { _ in started.signal() }
+        let running = queue.add(.init(timeout: nil)) { _ in started.signal() }
         await started.wait()
         provider.expireAll()
         #expect(running.currentOutcome == nil)

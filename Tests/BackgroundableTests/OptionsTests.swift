@@ -21,10 +21,10 @@ struct OptionsTests {
         let queue = BackgroundQueue(backgroundTaskProvider: NoopBackgroundTaskProvider())
         queue.suspend()
         expectShared(AsyncTask(shared) { $0.finish() })
-        expectShared(AsyncTask.operation(shared) { 1 }.task)
+        expectShared(AsyncTaskHandle(shared) { 1 }.task)
         expectShared(AsyncTask(operation: BlockOperation {}, options: shared))
         expectShared(queue.add(shared) { $0.finish() })
-        expectShared(queue.addTask(shared) { 1 }.task)
+        expectShared(queue.add(shared) { 1 }.task)
         expectShared(queue.add(BlockOperation {}, options: shared))
         queue.cancelAll()
         queue.resume()
@@ -35,7 +35,7 @@ struct OptionsTests {
         let options = AsyncTask.Options(name: "styled")
         #expect(options.usesStyleTimeout && options.timeout == nil)
         #expect(AsyncTask(options) { $0.finish() }.timeout == AsyncTask.defaultTimeout)
-        #expect(AsyncTask.operation(options) { 1 }.task.timeout == nil)
+        #expect(AsyncTaskHandle(options) { 1 }.task.timeout == nil)
         #expect(AsyncTask(operation: BlockOperation {}, options: options).timeout == AsyncTask.defaultTimeout)
     }
 
@@ -46,7 +46,7 @@ struct OptionsTests {
         #expect(AsyncTask(options) { $0.finish() }.timeout == nil)
         #expect(AsyncTask(AsyncTask.Options(timeout: nil)) { $0.finish() }.timeout == nil)
         options.timeout = .seconds(2)
-        #expect(AsyncTask.operation(options) { 1 }.task.timeout == .seconds(2))
+        #expect(AsyncTaskHandle(options) { 1 }.task.timeout == .seconds(2))
     }
 
     @Test func anOperationsNameIsTheUnitsUnlessTheOptionsNameIt() {

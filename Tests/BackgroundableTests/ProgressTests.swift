@@ -38,7 +38,7 @@ struct ProgressTests {
     func currentUnit() async throws {
         #expect(AsyncTask.current == nil)
         let queue = BackgroundQueue(backgroundTaskProvider: NoopBackgroundTaskProvider())
-        let handle = queue.addTask(name: "current") { () async -> (String?, String?) in
+        let handle = queue.add(.init(name: "current")) { () async -> (String?, String?) in
             async let child = AsyncTask.current?.name
             return (AsyncTask.current?.name, await child)
         }
@@ -58,7 +58,7 @@ struct ProgressTests {
         let reported = Signal()
         let release = [Signal(), Signal(), Signal(), Signal()]
         let handles = (0..<4).map { index in
-            queue.addTask(name: "unit \(index)") {
+            queue.add(.init(name: "unit \(index)")) {
                 if index == 0 {
                     AsyncTask.current?.reportProgress(0.5)
                     reported.signal()
@@ -93,7 +93,7 @@ struct ProgressTests {
         #expect(progress.fractionCompleted == 1)
 
         let next = Signal()
-        queue.addTask { await next.wait() }
+        queue.add { await next.wait() }
         #expect(queue.progress.totalUnitCount == 1)
         #expect(queue.progress.completedUnitCount == 0)
         next.signal()
@@ -104,11 +104,11 @@ struct ProgressTests {
     func outcomesThatCount() async {
         let queue = BackgroundQueue(backgroundTaskProvider: NoopBackgroundTaskProvider())
         queue.suspend()
-        queue.add(name: "a") { $0.finish() }
-        queue.add(name: "a", uniquenessPolicy: .drop) { $0.finish() }
-        queue.add(AsyncTask(name: "a", uniquenessPolicy: .join) { $0.finish() })
-        queue.add(name: "b") { $0.finish() }
-        queue.add(name: "b", uniquenessPolicy: .replace) { $0.finish() }
+        queue.add(.init(name: "a")) { $0.finish() }
+        queue.add(.init(name: "a", uniquenessPolicy: .drop)) { $0.finish() }
+        queue.add(AsyncTask(.init(name: "a", uniquenessPolicy: .join)) { $0.finish() })
+        queue.add(.init(name: "b")) { $0.finish() }
+        queue.add(.init(name: "b", uniquenessPolicy: .replace)) { $0.finish() }
         #expect(queue.progress.totalUnitCount == 3)
         #expect(queue.progress.completedUnitCount == 1)
         queue.cancelAll()
@@ -122,7 +122,7 @@ struct ProgressTests {
         let queue = BackgroundQueue(
             backgroundTaskProvider: NoopBackgroundTaskProvider(), retryPolicy: .fixed(maxAttempts: 2, delay: .zero))
         let seen = Recorder<Double?>()
-        let handle = queue.addTask { () async throws -> Int in
+        let handle = queue.add { () async throws -> Int in
             let unit = AsyncTask.current!
             seen.append(unit.fractionCompleted)
             if unit.attempts == 1 {
@@ -161,7 +161,7 @@ struct ProgressTests {
         let reported = [Signal(), Signal()]
         let step = Signal()
         let release = Signal()
-        queue.addTask {
+        queue.add {
             AsyncTask.current?.reportProgress(0.25)
             reported[0].signal()
             await step.wait()
@@ -201,7 +201,7 @@ struct ProgressTests {
         }
         queue.suspend()
         for index in 0..<2_000 {
-            queue.addTask(name: "unit \(index % 7)") {
+            queue.add(.init(name: "unit \(index % 7)")) {
                 let unit = AsyncTask.current
                 for step in 1...10 {
                     unit?.reportProgress(completed: step, of: 10)
@@ -250,7 +250,7 @@ struct ProgressTests {
         let release = [Signal(), Signal(), Signal()]
         let started = [Signal(), Signal(), Signal()]
         for index in 0..<3 {
-            queue.addTask(name: "unit \(index)") {
+            queue.add(.init(name: "unit \(index)")) {
                 started[index].signal()
                 await release[index].wait()
             }
@@ -275,7 +275,7 @@ struct ProgressTests {
         let queue = BackgroundQueue(backgroundTaskProvider: NoopBackgroundTaskProvider())
         let activity = BackgroundQueueActivity(queue)
         let keepBusy = Signal()
-        queue.addTask { await keepBusy.wait() }
+        queue.add { await keepBusy.wait() }
         try await until(activity) { $0.isBusy }
         let busyChanged = Mutex(false)
         withObservationTracking {
@@ -343,7 +343,7 @@ struct ProgressTests {
         }
         let queue = BackgroundQueue(backgroundTaskProvider: provider)
         let release = Signal()
-        queue.addTask {
+        queue.add {
             AsyncTask.current?.reportProgress(0.5)
             await release.wait()
         }
@@ -364,7 +364,7 @@ struct ProgressTests {
         let system = FakeSystem()
         let provider = system.provider(prefix: "app.sync", title: "Syncing", subtitle: nil)
         let queue = BackgroundQueue(backgroundTaskProvider: provider, expirationPolicy: .cancelAll)
-        let handle = queue.addTask { await suspendUntilCancelled() }
+        let handle = queue.add { await suspendUntilCancelled() }
         await system.changed.wait { system.tasks.all.first?.hasExpirationHandler == true }
         system.tasks.all[0].expire()
         #expect(await handle.task.outcome.kind == .cancelled)

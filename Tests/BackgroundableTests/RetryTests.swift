@@ -36,8 +36,8 @@ struct RetryTests {
         _ events: inout AsyncStream<BackgroundQueue.Event>.Iterator
     ) async -> (attempt: Int, error: TestError?, delay: Duration)? {
         while let event = await events.next() {
-            if case .retrying(_, let attempt, let error, let delay) = event {
-                return (attempt, error as? TestError, delay)
+            if event.kind == .retrying, let attempt = event.attempt, let delay = event.delay {
+                return (attempt, event.error as? TestError, delay)
             }
         }
         return nil
@@ -48,7 +48,7 @@ struct RetryTests {
         let (queue, _) = makeQueue(clock: clock)
         var events = queue.events.makeAsyncIterator()
         let flaky = Flaky(failing: 2)
-        let handle = queue.addTask(.init(retry: .fixed(maxAttempts: 4, delay: .seconds(1)))) { try flaky.attempt() }
+        let handle = queue.add(.init(retry: .fixed(maxAttempts: 4, delay: .seconds(1)))) { try flaky.attempt() }
 
         let first = await nextRetry(&events)
         #expect(first?.attempt == 1 && first?.error == TestError(code: 1) && first?.delay == .seconds(1))
@@ -70,16 +70,16 @@ struct RetryTests {
         let (queue, _) = makeQueue(clock: clock)
         let events = queue.events
         let flaky = Flaky(failing: 1)
-        let handle = queue.addTask(.init(retry: .fixed(maxAttempts: 2, delay: .zero))) { try flaky.attempt() }
+        let handle = queue.add(.init(retry: .fixed(maxAttempts: 2, delay: .zero))) { try flaky.attempt() }
         #expect(try await handle.value == 2)
         var seen: [String] = []
         for await event in events {
-            switch event {
+            switch event.kind {
             case .enqueued: seen.append("enqueued")
             case .started: seen.append("started")
-            case .retrying(_, let attempt, _, _): seen.append("retrying \(attempt)")
-            case .ended(_, let outcome): seen.append("ended \(outcome.kind)")
-            case .busy, .idle, .backgroundTimeExpiring, .joined, .escalated: continue
+            case .retrying: seen.append("retrying \(event.attempt!)")
+            case .ended: seen.append("ended \(event.outcome!.kind)")
+            default: continue
             }
             if seen.last?.hasPrefix("ended") == true { break }
         }
@@ -89,7 +89,7 @@ struct RetryTests {
     @Test func whenAttemptsRunOutTheUnitFailsWithTheLastError() async {
         let (queue, _) = makeQueue()
         let flaky = Flaky(failing: 10)
-        let handle = queue.addTask(.init(retry: .fixed(maxAttempts: 3, delay: .zero))) { try flaky.attempt() }
+        let handle = queue.add(.init(retry: .fixed(maxAttempts: 3, delay: .zero))) { try flaky.attempt() }
         let outcome = await handle.outcome
         #expect(outcome.error as? TestError == TestError(code: 3))
         #expect(flaky.attempts == 3 && handle.task.attempts == 3)
@@ -100,14 +100,14 @@ struct RetryTests {
         let (queue, _) = makeQueue()
         let flaky = Flaky(failing: 10)
         let policy = RetryPolicy.fixed(maxAttempts: 5, delay: .zero) { ($0 as? TestError)?.code != 1 }
-        let handle = queue.addTask(.init(retry: policy)) { try flaky.attempt() }
+        let handle = queue.add(.init(retry: policy)) { try flaky.attempt() }
         #expect(await handle.outcome.kind == .failed)
         #expect(flaky.attempts == 1 && handle.task.attempts == 1)
     }
 
     @Test func aUnitThatSucceedsAtOnceMakesOneAttempt() async throws {
         let (queue, _) = makeQueue()
-        let handle = queue.addTask(.init(retry: .exponential())) { 7 }
+        let handle = queue.add(.init(retry: .exponential())) { 7 }
         #expect(try await handle.value == 7)
         #expect(handle.task.attempts == 1 && handle.task.lastError == nil)
     }
@@ -117,7 +117,7 @@ struct RetryTests {
         let (queue, _) = makeQueue(clock: clock, maxConcurrentTasks: 1)
         var events = queue.events.makeAsyncIterator()
         let flaky = Flaky(failing: 1)
-        let retrying = queue.addTask(.init(retry: .fixed(maxAttempts: 2, delay: .seconds(5)))) { try flaky.attempt() }
+        let retrying = queue.add(.init(retry: .fixed(maxAttempts: 2, delay: .seconds(5)))) { try flaky.attempt() }
         _ = await nextRetry(&events)
         // The only slot is free while it waits.
         let other = queue.add { $0.finish() }
@@ -131,7 +131,7 @@ struct RetryTests {
         let (queue, _) = makeQueue(clock: clock)
         var events = queue.events.makeAsyncIterator()
         let flaky = Flaky(failing: 10)
-        let handle = queue.addTask(.init(retry: .fixed(maxAttempts: 5, delay: .seconds(1)))) { try flaky.attempt() }
+        let handle = queue.add(.init(retry: .fixed(maxAttempts: 5, delay: .seconds(1)))) { try flaky.attempt() }
         _ = await nextRetry(&events)
         handle.cancel()
         #expect(await handle.outcome.kind == .cancelled)
@@ -147,11 +147,11 @@ struct RetryTests {
         var events = queue.events.makeAsyncIterator()
         let flaky = Flaky(failing: 10)
         let policy = RetryPolicy.fixed(maxAttempts: 5, delay: .seconds(1))
-        let first = queue.addTask(.init(retry: policy)) { try flaky.attempt() }
+        let first = queue.add(.init(retry: policy)) { try flaky.attempt() }
         _ = await nextRetry(&events)
         queue.cancelAll()
         #expect(await first.outcome.kind == .cancelled)
-        let second = queue.addTask(.init(retry: policy)) { try flaky.attempt() }
+        let second = queue.add(.init(retry: policy)) { try flaky.attempt() }
         _ = await nextRetry(&events)
         provider.expireAll()
         #expect(await second.outcome.kind == .cancelled)
@@ -182,7 +182,7 @@ struct RetryTests {
         let (firstStarted, failFirst, secondStarted) = (Signal(), Signal(), Signal())
         let added = clock.now
         let ended = Latch()
-        let handle = queue.addTask(.init(timeout: .seconds(2), retry: .fixed(maxAttempts: 2, delay: .zero))) {
+        let handle = queue.add(.init(timeout: .seconds(2), retry: .fixed(maxAttempts: 2, delay: .zero))) {
             if calls.withLock({
                 $0 += 1
                 return $0
@@ -218,9 +218,9 @@ struct RetryTests {
         let byDefault = Flaky(failing: 10)
         let optedOut = Flaky(failing: 10)
         let own = Flaky(failing: 10)
-        let first = queue.addTask { try byDefault.attempt() }
-        let second = queue.addTask(.init(retry: .never)) { try optedOut.attempt() }
-        let third = queue.addTask(.init(retry: .fixed(maxAttempts: 2, delay: .zero))) { try own.attempt() }
+        let first = queue.add { try byDefault.attempt() }
+        let second = queue.add(.init(retry: .never)) { try optedOut.attempt() }
+        let third = queue.add(.init(retry: .fixed(maxAttempts: 2, delay: .zero))) { try own.attempt() }
         _ = await (first.outcome, second.outcome, third.outcome)
         #expect(byDefault.attempts == 3 && optedOut.attempts == 1 && own.attempts == 2)
     }
@@ -238,7 +238,7 @@ struct RetryTests {
 
     @Test func aUnitNoQueueHoldsWaitsTheDelayItself() async throws {
         let flaky = Flaky(failing: 2)
-        let handle = AsyncTask.operation(.init(retry: .fixed(maxAttempts: 3, delay: .milliseconds(1)))) {
+        let handle = AsyncTaskHandle(.init(retry: .fixed(maxAttempts: 3, delay: .milliseconds(1)))) {
             try flaky.attempt()
         }
         // The Operation bridge starts it: no queue holds it between attempts.
@@ -252,7 +252,7 @@ struct RetryTests {
         let (queue, _) = makeQueue(clock: clock)
         var events = queue.events.makeAsyncIterator()
         let flaky = Flaky(failing: 1)
-        let retrying = queue.addTask(
+        let retrying = queue.add(
             .init(name: "sync", lane: "account", retry: .fixed(maxAttempts: 2, delay: .seconds(1)))
         ) { try flaky.attempt() }
         _ = await nextRetry(&events)
@@ -270,7 +270,7 @@ struct RetryTests {
         let (queue, _) = makeQueue(clock: clock)
         var events = queue.events.makeAsyncIterator()
         let flaky = Flaky(failing: 1)
-        let handle = queue.addTask(
+        let handle = queue.add(
             .init(notBefore: .after(.seconds(10)), retry: .fixed(maxAttempts: 2, delay: .seconds(1)))
         ) { try flaky.attempt() }
         #expect(flaky.attempts == 0)

@@ -12,7 +12,7 @@ struct SchedulingTests {
         // Added from plain synchronous code, as an IBAction or a callback would.
         func addAll() {
             for index in 0..<1_000 {
-                queue.add(timeout: nil) { task in
+                queue.add(.init(timeout: nil)) { task in
                     order.append(index)
                     task.finish()
                 }
@@ -45,13 +45,13 @@ struct SchedulingTests {
         let events = queue.events
         queue.suspend()
         let units = (0..<100).map { index in
-            queue.add(name: "u\(index)") { task in task.finish() }
+            queue.add(.init(name: "u\(index)")) { task in task.finish() }
         }
         queue.resume()
         var started: [AsyncTask] = []
         for await event in events {
-            if case .started(let unit) = event { started.append(unit) }
-            if case .idle = event { break }
+            if event.kind == .started, let unit = event.unit { started.append(unit) }
+            if event.kind == .idle { break }
         }
         #expect(started.map(ObjectIdentifier.init) == units.map(ObjectIdentifier.init))
     }
@@ -61,7 +61,7 @@ struct SchedulingTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: limit)
         let gauge = Gauge()
         for _ in 0..<60 {
-            queue.addTask {
+            queue.add {
                 gauge.enter()
                 await Task.yield()
                 gauge.leave()
@@ -77,7 +77,7 @@ struct SchedulingTests {
         let started = Recorder<AsyncTask>()
         let allThreeStarted = Signal()
         let units = (0..<5).map { _ in
-            queue.add(timeout: nil) { task in
+            queue.add(.init(timeout: nil)) { task in
                 started.append(task)
                 if started.count == 3 { allThreeStarted.signal() }
             }
@@ -108,8 +108,8 @@ struct SchedulingTests {
 
     @Test func raisingTheLimitStartsWaitingUnits() async {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
-        let first = queue.add(timeout: nil) { _ in }
-        let second = queue.add(timeout: nil) { _ in }
+        let first = queue.add(.init(timeout: nil)) { _ in }
+        let second = queue.add(.init(timeout: nil)) { _ in }
         await waitUntil { first.isExecuting }
         #expect(!second.isExecuting)
         queue.setMaxConcurrentTasks(2)
@@ -127,7 +127,7 @@ struct SchedulingTests {
             ("low1", TaskPriority.low), ("mid1", .medium), ("high1", .high), ("low2", .low), ("high2", .high),
             ("bg", .background), ("none", nil),
         ] {
-            queue.add(name: name, priority: priority) { task in
+            queue.add(.init(name: name, priority: priority)) { task in
                 order.append(name)
                 task.finish()
             }
@@ -166,7 +166,7 @@ struct SchedulingTests {
     @Test func executingUnitsCarryOnWhileSuspended() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let unit = queue.add(timeout: nil) { _ in started.signal() }
+        let unit = queue.add(.init(timeout: nil)) { _ in started.signal() }
         await started.wait()
         queue.suspend()
         unit.finish()
@@ -178,7 +178,7 @@ struct SchedulingTests {
         let (queue, _) = makeQueue()
         await queue.waitUntilIdle()
         let release = Signal()
-        let unit = queue.addTask { await release.wait() }
+        let unit = queue.add { await release.wait() }
         #expect(queue.isBusy)
         let waiter = Task {
             await queue.waitUntilIdle()

@@ -10,7 +10,7 @@ struct SequenceTests {
         let order = Recorder<Int>()
         let gauge = Gauge()
         let units = (0..<20).map { index in
-            AsyncTask.operation {
+            AsyncTaskHandle {
                 gauge.enter()
                 order.append(index)
                 await Task.yield()
@@ -26,13 +26,13 @@ struct SequenceTests {
     @Test func droppedCancelledAndTimedOutMembersNeverHangTheGroup() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let holder = queue.add(name: "taken") { $0.finish() }
+        let holder = queue.add(.init(name: "taken")) { $0.finish() }
         let order = Recorder<String>()
         func member(
             _ label: String, name: String? = nil, policy: UniquenessPolicy = .ignore, timeout: Duration? = .seconds(10),
             finishes: Bool = true
         ) -> AsyncTask {
-            AsyncTask(name: name, timeout: timeout, uniquenessPolicy: policy) { task in
+            AsyncTask(.init(name: name, timeout: timeout, uniquenessPolicy: policy)) { task in
                 order.append(label)
                 if finishes { task.finish() }
             }
@@ -58,8 +58,8 @@ struct SequenceTests {
 
     @Test func aFailedMemberDoesNotStopTheGroup() async throws {
         let (queue, _) = makeQueue()
-        let failing = AsyncTask.operation { () async throws -> Void in throw TestError(code: 1) }
-        let next = AsyncTask.operation { "ran" }
+        let failing = AsyncTaskHandle { () async throws -> Void in throw TestError(code: 1) }
+        let next = AsyncTaskHandle { "ran" }
         queue.addSequence([failing.task, next.task])
         #expect(try await next.value == "ran")
         #expect(await failing.outcome.kind == .failed)
@@ -97,11 +97,11 @@ struct SequenceTests {
         let (queue, _) = makeQueue()
         let order = Recorder<String>()
         let started = Signal()
-        let a = AsyncTask(timeout: nil) { _ in
+        let a = AsyncTask(.init(timeout: nil)) { _ in
             order.append("a")
             started.signal()
         }
-        let b = AsyncTask(name: "b") { task in
+        let b = AsyncTask(.init(name: "b")) { task in
             order.append("b")
             task.finish()
         }
@@ -111,7 +111,7 @@ struct SequenceTests {
         }
         queue.addSequence([a, b, c])
         await started.wait()
-        let replacement = queue.add(name: "b", uniquenessPolicy: .replace) { task in
+        let replacement = queue.add(.init(name: "b", uniquenessPolicy: .replace)) { task in
             order.append("b2")
             task.finish()
         }

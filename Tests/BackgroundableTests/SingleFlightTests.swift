@@ -37,10 +37,10 @@ struct SingleFlightTests {
         let (queue, _) = makeQueue()
         let events = queue.events
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
-        let third = queue.addTask(join) { try await work.run(returning: 3) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
+        let third = queue.add(join) { try await work.run(returning: 3) }
         #expect(queue.enqueuedCount + queue.executingCount == 1, "joined units are not added")
         work.gate.signal()
         #expect(try await first.value == 1)
@@ -50,10 +50,10 @@ struct SingleFlightTests {
         #expect(second.task.attempts == 0, "its own work never ran")
         var joined: [ObjectIdentifier] = []
         for await event in events {
-            if case .joined(let unit, let primary) = event, primary === first.task {
+            if event.kind == .joined, let unit = event.unit, event.primary === first.task {
                 joined.append(ObjectIdentifier(unit))
             }
-            if case .idle = event { break }
+            if event.kind == .idle { break }
         }
         #expect(joined == [ObjectIdentifier(second.task), ObjectIdentifier(third.task)])
     }
@@ -68,9 +68,9 @@ struct SingleFlightTests {
     @Test func cancellingAJoinedUnitLeavesTheSharedWorkRunning() async throws {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         second.cancel()
         #expect(await second.outcome.kind == .cancelled)
         #expect(!work.cancelled.isSignalled && first.task.currentOutcome == nil)
@@ -81,9 +81,9 @@ struct SingleFlightTests {
     @Test func aCancelledAwaiterStopsWaitingWhileOthersStillAwait() async throws {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         let firstCaller = Task { try await first.value }
         let secondCaller = Task { try await second.value }
         await waitUntilAwaited(first.task, by: 1)
@@ -100,10 +100,10 @@ struct SingleFlightTests {
     @Test func theWorkIsCancelledWhenTheLastAwaitingCallerCancels() async {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
-        let third = queue.addTask(join) { try await work.run(returning: 3) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
+        let third = queue.add(join) { try await work.run(returning: 3) }
         let callers = [first, second, third].map { handle in Task { try await handle.value } }
         // Registered: each caller's task is suspended on its unit before any cancels.
         await waitUntilAwaited(first.task, by: 1)
@@ -122,9 +122,9 @@ struct SingleFlightTests {
         let (queue, _) = makeQueue()
         let work = SharedWork()
         // Added and never awaited: its caller does not count.
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         let caller = Task { try await second.value }
         await waitUntilAwaited(second.task, by: 1)
         caller.cancel()
@@ -135,9 +135,9 @@ struct SingleFlightTests {
     @Test func cancellingTheUnitThatRunsTheWorkCancelsItForEveryone() async {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let first = queue.addTask(join) { try await work.run(returning: 1) }
+        let first = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let second = queue.addTask(join) { try await work.run(returning: 2) }
+        let second = queue.add(join) { try await work.run(returning: 2) }
         first.cancel()
         #expect(await second.outcome.kind == .cancelled)
     }
@@ -145,9 +145,9 @@ struct SingleFlightTests {
     @Test func joiningAnotherValueTypeThrowsAClearError() async throws {
         let (queue, _) = makeQueue()
         let work = SharedWork()
-        let number = queue.addTask(join) { try await work.run(returning: 1) }
+        let number = queue.add(join) { try await work.run(returning: 1) }
         await work.started.wait()
-        let text = queue.addTask(join) { "text" }
+        let text = queue.add(join) { "text" }
         work.gate.signal()
         #expect(try await number.value == 1)
         await #expect(throws: AsyncTaskError.joinedAnotherValueType) { try await text.value }
@@ -179,7 +179,7 @@ struct SingleFlightTests {
         var events = queue.events.makeAsyncIterator()
         let failures = Recorder<Int>()
         let gate = Signal()
-        let retrying = queue.addTask(
+        let retrying = queue.add(
             .init(name: "token", uniquenessPolicy: .join, retry: .fixed(maxAttempts: 3, delay: .zero))
         ) {
             failures.append(1)
@@ -188,10 +188,10 @@ struct SingleFlightTests {
             return "token-2"
         }
         while let event = await events.next() {
-            if case .retrying = event { break }
+            if event.kind == .retrying { break }
         }
         // Between or during attempts, the unit is live: a join shares its final value.
-        let joined = queue.addTask(.init(name: "token", uniquenessPolicy: .join)) { "never" }
+        let joined = queue.add(.init(name: "token", uniquenessPolicy: .join)) { "never" }
         gate.signal()
         #expect(try await retrying.value == "token-2")
         #expect(try await joined.value == "token-2")
@@ -201,9 +201,9 @@ struct SingleFlightTests {
         // The queue decided the join while the live unit ran; it ended before the join
         // was performed.
         let (queue, _) = makeQueue()
-        let ended = queue.addTask { 5 }
+        let ended = queue.add { 5 }
         #expect(try await ended.value == 5)
-        let late = AsyncTask.operation { 6 }
+        let late = AsyncTaskHandle { 6 }
         #expect(late.task.state.withLock { $0.claim(by: queue.core) })
         var gate: ReplacementGate?
         late.task.settle(.join(primary: ended.task), gate: &gate).remainder.perform()

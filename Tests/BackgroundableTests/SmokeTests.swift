@@ -7,7 +7,7 @@ import Testing
     @Test func callbackAndOperationUnitsFinish() async throws {
         let (queue, provider) = makeQueue()
         let unit = queue.add { task in task.finish() }
-        let handle = queue.addTask { 41 + 1 }
+        let handle = queue.add { 41 + 1 }
         #expect(await unit.outcome.kind == .finished)
         #expect(try await handle.value == 42)
         await queue.waitUntilIdle()

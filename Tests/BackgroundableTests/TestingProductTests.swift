@@ -6,13 +6,13 @@ import Testing
 @Suite("The testing product")
 struct TestingProductTests {
     private static func isStarted(_ event: BackgroundQueue.Event) -> Bool {
-        if case .started = event { true } else { false }
+        event.kind == .started
     }
 
     @Test func aTimeoutFiresWhenTheClockIsAdvancedNotBefore() async {
         let clock = TestClock()
         let queue = BackgroundQueue(clock: clock)
-        let unit = queue.add(timeout: .seconds(30)) { _ in }
+        let unit = queue.add(.init(timeout: .seconds(30))) { _ in }
         clock.advance(by: .seconds(29))
         #expect(unit.currentOutcome == nil)
         clock.advance(by: .seconds(1))
@@ -23,9 +23,9 @@ struct TestingProductTests {
         let clock = TestClock()
         let queue = BackgroundQueue(maxConcurrentTasks: 1, clock: clock)
         var events = queue.events.makeAsyncIterator()
-        let first = queue.add(timeout: nil) { _ in }
+        let first = queue.add(.init(timeout: nil)) { _ in }
         _ = await events.next(where: Self.isStarted)
-        let second = queue.add(timeout: .seconds(5)) { _ in }
+        let second = queue.add(.init(timeout: .seconds(5))) { _ in }
         clock.advance(by: .seconds(10))
         #expect(second.currentOutcome == nil, "its timeout counts from its start")
         first.finish()
@@ -41,7 +41,7 @@ struct TestingProductTests {
         let queue = BackgroundQueue(backgroundTaskProvider: provider, clock: clock)
         var events = queue.events.makeAsyncIterator()
         let attempts = Recorder<Int>()
-        let handle = queue.addTask(
+        let handle = queue.add(
             .init(notBefore: .after(.seconds(60)), retry: .fixed(maxAttempts: 2, delay: .seconds(1)))
         ) {
             attempts.append(1)
@@ -50,11 +50,11 @@ struct TestingProductTests {
         }
         #expect(provider.activeIdentifiers.count == 1, "a delayed unit keeps the queue busy")
         clock.advance(by: .seconds(60))
-        _ = await events.next(where: { if case .retrying = $0 { true } else { false } })
+        _ = await events.next(where: { $0.kind == .retrying })
         #expect(attempts.count == 1)
         clock.advance(by: .seconds(1))
         #expect(try await handle.value == 2)
-        let rest = await events.collect(through: { if case .idle = $0 { true } else { false } })
+        let rest = await events.collect(through: { $0.kind == .idle })
         #expect(rest.count == 3, "started, ended, idle: \(rest)")
         await queue.waitUntilIdle()
         #expect(provider.activeIdentifiers.isEmpty && provider.unbalancedEndCount == 0)
@@ -63,7 +63,7 @@ struct TestingProductTests {
     @Test func waitForSleeperReturnsOnceTheQueueSleepsUntilThatDeadline() async {
         let clock = TestClock()
         let queue = BackgroundQueue(clock: clock)
-        let unit = queue.add(timeout: .seconds(3)) { _ in }
+        let unit = queue.add(.init(timeout: .seconds(3))) { _ in }
         await clock.waitForSleeper(until: clock.now.advanced(by: .seconds(3)))
         clock.advance(by: .seconds(3))
         #expect(await unit.outcome.kind == .timedOut)

@@ -35,7 +35,7 @@ import Synchronization
 ///    ``gracePeriod`` from the request.
 /// 3. **Expiration**, if the grace period runs out or a second request arrives first:
 ///    every background-time assertion this provider holds expires, so each queue
-///    emits ``BackgroundQueue/Event/backgroundTimeExpiring`` and applies its
+///    emits ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and applies its
 ///    ``BackgroundQueue/ExpirationPolicy`` (by default it cancels its units). Cancelled
 ///    bodies see `Task.isCancelled` and get ``cancellationPeriod`` to return — to save
 ///    their state.
@@ -61,18 +61,32 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     /// 292 years.
     public let cancellationPeriod: Duration
 
-    /// What asked for the shutdown.
-    public enum Request: Sendable, Hashable, CustomStringConvertible {
+    /// What asked for the shutdown. New sources come in minor releases: compare a
+    /// request (`request == .requested`, `request == .signal(SIGTERM)`), or switch over
+    /// it with a `default`.
+    public struct Request: Sendable, Hashable, CustomStringConvertible {
+        private enum Source: Sendable, Hashable {
+            case signal(Int32)
+            case requested, serviceGroup
+        }
+
+        private let source: Source
+
         /// A signal: `SIGTERM`, `SIGINT`.
-        case signal(Int32)
+        public static func signal(_ number: Int32) -> Request { Request(source: .signal(number)) }
         /// ``GracefulShutdown/requestShutdown()`` (a test, an admin endpoint).
-        case requested
+        public static let requested = Request(source: .requested)
         /// The graceful shutdown of a swift-service-lifecycle `ServiceGroup` (the
         /// `ServiceLifecycle` trait's `BackgroundQueueService`).
-        case serviceGroup
+        public static let serviceGroup = Request(source: .serviceGroup)
+
+        /// The signal's number, for a request made by a signal.
+        public var signal: Int32? {
+            if case .signal(let number) = source { number } else { nil }
+        }
 
         public var description: String {
-            switch self {
+            switch source {
             case .signal(SIGTERM): "SIGTERM"
             case .signal(SIGINT): "SIGINT"
             case .signal(let number): "signal \(number)"

@@ -34,7 +34,7 @@ enum QueueShutdown {
     }
 
     /// Names the unfinished work, runs `expire` (which makes each queue emit
-    /// ``BackgroundQueue/Event/backgroundTimeExpiring`` and apply its expiration
+    /// ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and apply its expiration
     /// policy), then waits — at most `cancellationPeriod`, taken within zero...about 292
     /// years — for the bodies that were running to return, and for the queues that are
     /// idle again to deliver their events. The waits run in a task of their own, so they

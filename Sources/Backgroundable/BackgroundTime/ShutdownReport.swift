@@ -1,22 +1,65 @@
 /// How a ``GracefulShutdown/drain(_:)-(BackgroundQueue...)`` ended, for the program to
 /// report and to choose its exit status.
 public struct ShutdownReport: Sendable, CustomStringConvertible {
-    /// Why the expiration came.
-    public enum Expiration: Sendable, Hashable {
+    /// Why the expiration came. New reasons come in minor releases: compare it, or
+    /// switch over it with a `default`.
+    public struct Expiration: Sendable, Hashable, CustomStringConvertible {
+        fileprivate enum Reason: Sendable, Hashable {
+            case gracePeriodEnded
+            case secondRequest(GracefulShutdown.Request)
+        }
+
+        fileprivate let reason: Reason
+
         /// The grace period ran out with work still running.
-        case gracePeriodEnded
+        public static let gracePeriodEnded = Expiration(reason: .gracePeriodEnded)
         /// A second request came before the grace period ran out.
-        case secondRequest(GracefulShutdown.Request)
+        public static func secondRequest(_ request: GracefulShutdown.Request) -> Expiration {
+            Expiration(reason: .secondRequest(request))
+        }
+
+        /// The second request, for ``secondRequest(_:)``.
+        public var secondRequest: GracefulShutdown.Request? {
+            if case .secondRequest(let request) = reason { request } else { nil }
+        }
+
+        public var description: String {
+            switch reason {
+            case .gracePeriodEnded: "gracePeriodEnded"
+            case .secondRequest(let request): "secondRequest(\(request))"
+            }
+        }
     }
 
-    /// How the drain ended.
-    public enum Ending: Sendable, Hashable {
+    /// How the drain ended. New endings come in minor releases: compare it, or switch
+    /// over it with a `default`.
+    public struct Ending: Sendable, Hashable, CustomStringConvertible {
+        fileprivate enum Kind: Sendable, Hashable {
+            case idle, drained
+            case expired(Expiration)
+        }
+
+        fileprivate let kind: Kind
+
         /// No shutdown was requested; the queues went idle.
-        case idle
+        public static let idle = Ending(kind: .idle)
         /// Shutdown was requested; the queues finished their work within the grace period.
-        case drained
+        public static let drained = Ending(kind: .drained)
         /// Shutdown was requested and the work still running expired (see ``Expiration``).
-        case expired(Expiration)
+        public static func expired(_ expiration: Expiration) -> Ending { Ending(kind: .expired(expiration)) }
+
+        /// Why the work expired, for ``expired(_:)``.
+        public var expiration: Expiration? {
+            if case .expired(let expiration) = kind { expiration } else { nil }
+        }
+
+        public var description: String {
+            switch kind {
+            case .idle: "idle"
+            case .drained: "drained"
+            case .expired(let expiration): "expired(\(expiration))"
+            }
+        }
     }
 
     /// How the drain ended.
@@ -41,9 +84,7 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
     }
 
     /// `true` unless work expired.
-    public var isComplete: Bool {
-        if case .expired = ending { false } else { true }
-    }
+    public var isComplete: Bool { ending.expiration == nil }
 
     /// A suggested exit status: 0 when the work completed, 75 (`EX_TEMPFAIL`, "try again
     /// later") when it expired.
@@ -52,14 +93,14 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
     /// One line for a log: how the drain ended, and when work expired, the unfinished
     /// units by queue with their states (`queue "jobs": ["import" (executing), <unnamed> (waiting)]`).
     public var description: String {
-        switch ending {
+        switch ending.kind {
         case .idle:
             return "Backgroundable: the queues are idle"
         case .drained:
             return "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): the queues drained"
         case .expired(let expiration):
             let cause =
-                switch expiration {
+                switch expiration.reason {
                 case .gracePeriodEnded: "the grace period ran out"
                 case .secondRequest(let second): "a second request (\(second)) cut the grace period short"
                 }

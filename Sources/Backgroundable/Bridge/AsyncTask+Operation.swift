@@ -19,11 +19,39 @@ extension AsyncTask {
     ///
     /// - Parameters:
     ///   - operation: Must not be in any queue or started yet.
-    ///   - name: The unit's name; defaults to the operation's `name`.
-    ///   - timeout: As for any unit; default ``defaultTimeout``. `nil` for none.
-    ///   - priority: The priority of the wrapping `Task` and of the queue's start order.
-    ///   - uniquenessPolicy: What the queue does when a live unit has the same name.
-    ///   - onTimeout: Runs exactly once, after the outcome became ``Outcome/timedOut``.
+    ///   - options: The unit's settings (see ``Options``). Its name is the operation's
+    ///     `name` unless they name it; its timeout is ``defaultTimeout`` unless they set
+    ///     one.
+    public convenience init(operation: Operation, options: Options = Options()) {
+        let adopted = AdoptedOperation(operation)
+        var options = options
+        if options.name == nil { options.name = operation.name }
+        self.init(options, work: .callback { task in adopted.run(for: task) })
+        whenEnded { outcome in adopted.unitEnded(outcome) }
+    }
+}
+
+extension BackgroundQueue {
+    /// Adds a unit that runs `operation`; see ``AsyncTask/init(operation:options:)``.
+    /// Synchronous and FIFO like ``add(_:)-(AsyncTask)``.
+    ///
+    /// - Returns: The unit, to await its outcome or cancel it (which cancels the operation).
+    @discardableResult
+    public nonisolated func add(_ operation: Operation, options: AsyncTask.Options = AsyncTask.Options()) -> AsyncTask {
+        let unit = AsyncTask(operation: operation, options: options)
+        add(unit)
+        return unit
+    }
+}
+
+// The labelled spellings of 2.0's first releases; see BackgroundQueue+Deprecated.swift.
+extension AsyncTask {
+    @available(
+        *, deprecated,
+        message:
+            "Use init(operation:options:) with AsyncTask.Options(name:timeout:priority:uniquenessPolicy:onTimeout:)"
+    )
+    @_disfavoredOverload
     public convenience init(
         operation: Operation,
         name: String? = nil,
@@ -38,25 +66,14 @@ extension AsyncTask {
                 name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
                 onTimeout: onTimeout))
     }
-
-    /// Creates a unit that runs `operation`, with `options`; see
-    /// ``init(operation:name:timeout:priority:uniquenessPolicy:onTimeout:)``. Its name is
-    /// the operation's `name` unless `options` name it; its timeout is
-    /// ``defaultTimeout`` unless `options` set one.
-    public convenience init(operation: Operation, options: Options) {
-        let adopted = AdoptedOperation(operation)
-        var options = options
-        if options.name == nil { options.name = operation.name }
-        self.init(options, work: .callback { task in adopted.run(for: task) })
-        whenEnded { outcome in adopted.unitEnded(outcome) }
-    }
 }
 
 extension BackgroundQueue {
-    /// Adds a unit that runs `operation`; see ``AsyncTask/init(operation:name:timeout:priority:uniquenessPolicy:onTimeout:)``.
-    /// Synchronous and FIFO like ``add(_:)-(AsyncTask)``.
-    ///
-    /// - Returns: The unit, to await its outcome or cancel it (which cancels the operation).
+    @available(
+        *, deprecated,
+        message: "Use add(_:options:) with AsyncTask.Options(timeout:priority:uniquenessPolicy:onTimeout:)"
+    )
+    @_disfavoredOverload
     @discardableResult
     public nonisolated func add(
         _ operation: Operation,
@@ -68,19 +85,7 @@ extension BackgroundQueue {
         add(
             operation,
             options: AsyncTask.Options(
-                name: nil, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-                onTimeout: onTimeout))
-    }
-
-    /// Adds a unit that runs `operation`, with `options`; see
-    /// ``AsyncTask/init(operation:options:)``.
-    ///
-    /// - Returns: The unit, to await its outcome or cancel it (which cancels the operation).
-    @discardableResult
-    public nonisolated func add(_ operation: Operation, options: AsyncTask.Options) -> AsyncTask {
-        let unit = AsyncTask(operation: operation, options: options)
-        add(unit)
-        return unit
+                timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy, onTimeout: onTimeout))
     }
 }
 

@@ -217,7 +217,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         var watching: [ReplacedOperation] = []
         let admitted = storage.admittingTransition { machine, actions, lingering in
             admissions.compactMap { admission in
-                guard admission.policy != .ignore, let name = admission.name,
+                guard admission.policy.kind != .ignore, let name = admission.name,
                     let newcomer = admission.member as? AsyncOperation
                 else {
                     return machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }

@@ -6,7 +6,7 @@ import Synchronization
 /// that runs *watchers* — tiny `BlockOperation`s that depend on the operations being
 /// watched, so Foundation itself runs them once those have finished, whatever queue (if
 /// any) runs them and whatever their outcome — and that runs operations adopted as
-/// units by ``BackgroundQueue/add(_:timeout:priority:uniquenessPolicy:onTimeout:)``.
+/// units by ``BackgroundQueue/add(_:options:)``.
 enum BridgeQueue {
     /// Unbounded; its watchers are never cancelled, so every watcher runs exactly once.
     static let shared: OperationQueue = {

@@ -10,7 +10,7 @@ import Dispatch
 /// BackgroundQueue.shared.run { … }` waits for a value.
 @discardableResult
 public func inTheBackground(_ work: sending @escaping () -> Void) -> AsyncTask {
-    BackgroundQueue.shared.add(timeout: nil) { task in
+    BackgroundQueue.shared.add(AsyncTask.Options(timeout: nil)) { task in
         work()
         task.finish()
     }

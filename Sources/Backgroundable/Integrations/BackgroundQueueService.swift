@@ -20,7 +20,7 @@
     ///    `maximumGracefulShutdownDuration`, after which the group cancels the service;
     /// 3. once cancelled (that limit, a cancellation signal, or another service ending
     ///    the group) with work still running, the work expires: each queue emits
-    ///    ``BackgroundQueue/Event/backgroundTimeExpiring`` and applies its
+    ///    ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and applies its
     ///    ``BackgroundQueue/ExpirationPolicy``, and cancelled bodies get
     ///    ``cancellationPeriod`` to return and save their state;
     /// 4. returns (it never throws), after handing ``ShutdownReport`` to `onShutdown`.

@@ -160,8 +160,8 @@ public actor BackgroundQueue {
     }
 
     /// Adds a sequential group: each unit starts only after the previous one reached
-    /// *any* outcome. A member that is dropped, cancelled or times out is skipped, so a
-    /// group never hangs. Members that cannot be added (see ``add(_:)-(AsyncTask)``) are
+    /// *any* outcome. A unit that is dropped, cancelled or times out is skipped, so a
+    /// group never hangs. Units that cannot be added (see ``add(_:)-(AsyncTask)``) are
     /// left as they are and skipped. The sequence is iterated before the queue's lock is
     /// taken.
     ///
@@ -171,69 +171,43 @@ public actor BackgroundQueue {
         core.add(tasks, sequential: true)
     }
 
-    /// Creates and adds a callback-style unit (the 1.x `addAsyncOperation` shape):
-    /// `work` receives the unit, which is done when ``AsyncTask/finish()`` is called.
+    /// Creates and adds a callback-style unit (the 1.x `addAsyncOperation` shape): `work`
+    /// receives the unit, which is done when ``AsyncTask/finish()`` is called.
+    /// Synchronous like ``add(_:)-(AsyncTask)``.
     ///
-    /// Parameters are those of ``AsyncTask/init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
-    @discardableResult
-    public nonisolated func add(
-        name: String? = nil,
-        timeout: Duration? = AsyncTask.defaultTimeout,
-        priority: TaskPriority? = nil,
-        uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
-        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
-    ) -> AsyncTask {
-        let unit = AsyncTask(
-            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work),
-            claimedBy: core)
-        core.add(claimed: unit)
-        return unit
-    }
-
-    /// Creates and adds a callback-style unit with `options`; see
-    /// ``add(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``. Its timeout is
-    /// ``AsyncTask/defaultTimeout`` unless `options` set one.
+    /// - Parameters:
+    ///   - options: The unit's settings; its timeout is ``AsyncTask/defaultTimeout``
+    ///     unless they set one (a callback could forget ``AsyncTask/finish()``).
+    ///   - work: See ``AsyncTask/init(_:_:)``.
+    /// - Returns: The unit, to await its outcome or cancel it.
     @discardableResult
     public nonisolated func add(
         _ options: AsyncTask.Options, _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
     ) -> AsyncTask {
-        let unit = AsyncTask(options, work: .callback(work), claimedBy: core)
+        let unit = AsyncTask(options, styleTimeout: AsyncTask.defaultTimeout, work: .callback(work), claimedBy: core)
         core.add(claimed: unit)
         return unit
     }
 
-    /// Creates and adds an async-style unit: done when `body` returns or throws.
-    /// Synchronous like ``add(_:)-(AsyncTask)``; await the handle's value for the result.
-    /// (The counterpart of `TaskGroup.addTask`; an `OperationQueue`'s `addOperation`
-    /// takes an `Operation`, which ``add(_:timeout:priority:uniquenessPolicy:onTimeout:)``
-    /// takes here.)
-    ///
-    /// Parameters are those of ``AsyncTask/operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``
-    /// (no timeout unless given; `body` runs off the caller's actor unless it is isolated
-    /// to one).
+    /// Creates and adds a callback-style unit with every setting at its default (a
+    /// timeout of ``AsyncTask/defaultTimeout``); see `add(_:_:)`.
     @discardableResult
-    public nonisolated func addTask<Success: Sendable>(
-        name: String? = nil,
-        timeout: Duration? = nil,
-        priority: TaskPriority? = nil,
-        uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
-        _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) -> AsyncTaskHandle<Success> {
-        let handle = AsyncTask.operation(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, claimedBy: core, body)
-        core.add(claimed: handle.task)
-        return handle
+    public nonisolated func add(_ work: sending @escaping @isolated(any) (AsyncTask) -> Void) -> AsyncTask {
+        add(AsyncTask.Options(), work)
     }
 
-    /// Creates and adds an async-style unit with `options`; see
-    /// ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``. No timeout unless
-    /// `options` set one.
+    /// Creates and adds a unit whose work is an async `body`: done when `body` returns
+    /// or throws. Synchronous like ``add(_:)-(AsyncTask)``; await the handle's value for
+    /// the result. (The counterpart of `TaskGroup.addTask`.)
+    ///
+    /// - Parameters:
+    ///   - options: The unit's settings; no timeout unless they set one (a body cannot
+    ///     forget to return).
+    ///   - body: Runs off the caller's actor unless it is isolated to one; see
+    ///     ``AsyncTaskHandle/init(_:_:)``.
+    /// - Returns: The unit's handle, to await its value or cancel it.
     @discardableResult
-    public nonisolated func addTask<Success: Sendable>(
+    public nonisolated func add<Success: Sendable>(
         _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
         let handle = AsyncTaskHandle<Success>(AsyncTask(options, work: .body(body), claimedBy: core))
@@ -241,58 +215,42 @@ public actor BackgroundQueue {
         return handle
     }
 
-    /// Renamed ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: an
-    /// `OperationQueue`'s `addOperation` takes an `Operation`.
-    @available(*, deprecated, renamed: "addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)")
+    /// Creates and adds a unit whose work is `body`, with every setting at its default
+    /// (no timeout); see `add(_:_:)`.
     @discardableResult
-    public nonisolated func addOperation<Success: Sendable>(
-        name: String? = nil,
-        timeout: Duration? = nil,
-        priority: TaskPriority? = nil,
-        uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
+    public nonisolated func add<Success: Sendable>(
         _ body: sending @escaping @isolated(any) () async throws -> Success
     ) -> AsyncTaskHandle<Success> {
-        addTask(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, body)
+        add(AsyncTask.Options(), body)
     }
 
-    /// The async way to use the queue from async code: adds an async-style unit and
-    /// waits for its value.
+    /// The async way to use the queue from async code: adds a unit whose work is `body`
+    /// and waits for its value.
     ///
     /// Suspends until the unit ends. Throws the body's error; `CancellationError` when
     /// the unit was cancelled (cancelling the calling task cancels the unit, or only
     /// this caller's wait when others await the same shared work — see
     /// ``UniquenessPolicy/join``); or
     /// ``AsyncTaskError/replaced``, ``AsyncTaskError/dropped`` or
-    /// ``AsyncTaskError/timedOut``. Parameters are those of
-    /// ``addTask(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``: no timeout
-    /// unless given, and `body` runs off the caller's actor unless it is isolated to one.
+    /// ``AsyncTaskError/timedOut``. `options` and `body` are those of the `add` that
+    /// takes a body: no timeout unless `options` set one, and `body` runs off the
+    /// caller's actor unless it is isolated to one.
     ///
-    /// Called from a task of higher priority than `priority`, the unit is added at the
-    /// caller's priority, as awaiting a `Task` escalates it (see <doc:PriorityEscalation>).
-    /// A caller cancelled before the call adds nothing: it throws `CancellationError`.
-    public nonisolated func run<Success: Sendable>(
-        name: String? = nil,
-        timeout: Duration? = nil,
-        priority: TaskPriority? = nil,
-        uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
-        _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) async throws -> Success {
-        try await run(
-            AsyncTask.operation(
-                name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-                onTimeout: onTimeout, claimedBy: core, body))
-    }
-
-    /// ``run(name:timeout:priority:uniquenessPolicy:onTimeout:_:)`` with `options`: no
-    /// timeout unless they set one.
+    /// Called from a task of higher priority than the options' priority, the unit is
+    /// added at the caller's priority, as awaiting a `Task` escalates it (see
+    /// <doc:PriorityEscalation>). A caller cancelled before the call adds nothing: it
+    /// throws `CancellationError`.
     public nonisolated func run<Success: Sendable>(
         _ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success
     ) async throws -> Success {
         try await run(AsyncTaskHandle(AsyncTask(options, work: .body(body), claimedBy: core)))
+    }
+
+    /// ``run(_:_:)`` with every setting at its default (no timeout).
+    public nonisolated func run<Success: Sendable>(
+        _ body: sending @escaping @isolated(any) () async throws -> Success
+    ) async throws -> Success {
+        try await run(AsyncTask.Options(), body)
     }
 
     /// Adds the claimed unit of `handle` once its caller awaits it, then waits for its
@@ -502,7 +460,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         #if Metrics || Tracing
             if measurer != nil || !observers.isEmpty { unit.observeAdding() }
         #endif
-        if UnitInbox.isEnabled, inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy == .ignore {
+        if UnitInbox.isEnabled, inbox.isDrainerScheduled, unit.name == nil || unit.uniquenessPolicy.kind == .ignore {
             // The drainer may have stopped since: then the push says so, and this
             // transition admits the unit.
             if inbox.push(unit) { transition { _, _ in } }
@@ -530,7 +488,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// ends before its add is rejected or joins is told by settling, see
     /// ``QueueMember/settle(_:gate:)``; one with no such policy is admitted and leaves.)
     private static func mayReplace(_ unit: AsyncTask) -> Bool {
-        unit.uniquenessPolicy != .replace || unit.name == nil || !unit.isFinished
+        unit.uniquenessPolicy.kind != .replace || unit.name == nil || !unit.isFinished
     }
 
     /// Adds units in order, each after the previous one when `sequential`. The

@@ -3,12 +3,10 @@ extension AsyncTask {
     /// priority, uniqueness policy, start time, lane, retry policy, `onTimeout` callback
     /// and end hook (``onEnd``).
     ///
-    /// Every entry point that creates a unit takes one —
-    /// ``BackgroundQueue/add(_:_:)``, ``BackgroundQueue/addTask(_:_:)``,
-    /// ``BackgroundQueue/run(_:_:)``, ``AsyncTask/init(_:_:)``,
-    /// ``AsyncTask/operation(_:_:)``, ``AsyncTask/init(operation:options:)`` — and
-    /// also takes each setting as a parameter of the same name, for one-off calls:
-    /// `queue.add(name: "sync") { … }` is `queue.add(.init(name: "sync")) { … }`.
+    /// Every entry point that makes a unit takes one as its first argument, and uses
+    /// the defaults when it is left out: ``BackgroundQueue``'s `add(_:_:)` (a callback
+    /// or a body), ``BackgroundQueue/run(_:_:)``, ``AsyncTask/init(_:_:)``,
+    /// ``AsyncTaskHandle/init(_:_:)`` and ``AsyncTask/init(operation:options:)``.
     ///
     /// ```swift
     /// let upload = AsyncTask.Options(name: "upload", timeout: .seconds(60), priority: .utility)
@@ -19,7 +17,15 @@ extension AsyncTask {
         /// name-based deduplication; `nil` never deduplicates.
         public var name: String?
         /// The priority of the wrapping `Task`; the queue starts higher priorities first.
-        public var priority: TaskPriority?
+        /// A priority whose raw value is 0 (the runtime's "unspecified") reads back as
+        /// `nil`, as ``AsyncTask/priority`` does.
+        public var priority: TaskPriority? {
+            get { priorityRawValue == 0 ? nil : TaskPriority(rawValue: priorityRawValue) }
+            set { priorityRawValue = newValue?.rawValue ?? 0 }
+        }
+        /// ``priority`` as its raw value, 0 for none: an `Optional` of the resilient
+        /// `TaskPriority` would make every copy of the options a runtime call.
+        private(set) var priorityRawValue: UInt8 = 0
         /// What a queue does when a live unit already has the same name.
         public var uniquenessPolicy: UniquenessPolicy
         /// The earliest time the unit may start once added (see ``StartTime``); `nil`
@@ -112,6 +118,13 @@ extension AsyncTask {
         /// The timeout once set; `nil` while the unit's style decides.
         private var chosenTimeout: Duration??
 
+        /// Options with every setting at its default (the timeout is the unit's
+        /// style's, see ``usesStyleTimeout``).
+        public init() {
+            self.name = nil
+            self.uniquenessPolicy = .ignore
+        }
+
         /// Options whose timeout the unit's style decides: ``AsyncTask/defaultTimeout``
         /// for a callback-style unit (it could forget ``AsyncTask/finish()``), none for an
         /// async body.
@@ -126,7 +139,7 @@ extension AsyncTask {
             onEnd: (@Sendable (AsyncTask.Outcome) -> Void)? = nil
         ) {
             self.name = name
-            self.priority = priority
+            self.priorityRawValue = priority?.rawValue ?? 0
             self.uniquenessPolicy = uniquenessPolicy
             self.extras = .make(
                 onTimeout: onTimeout, notBefore: notBefore, lane: lane.map { LaneKey($0) }, retry: retry, onEnd: onEnd)
@@ -162,11 +175,6 @@ extension AsyncTask {
         /// `true` while no timeout was set: the unit's style then decides (10 seconds
         /// for a callback-style unit, none for an async body).
         public var usesStyleTimeout: Bool { chosenTimeout == nil }
-
-        /// The timeout a unit of a style whose default is `styleDefault` gets.
-        func timeout(defaultingTo styleDefault: Duration?) -> Duration? {
-            chosenTimeout ?? styleDefault
-        }
     }
 }
 

@@ -6,7 +6,7 @@ extension AsyncTask {
     /// report through it:
     ///
     /// ```swift
-    /// let result = try await queue.run(name: "import") {
+    /// let result = try await queue.run(.init(name: "import")) {
     ///     let unit = AsyncTask.current
     ///     for (index, file) in files.enumerated() {
     ///         try await importFile(file)

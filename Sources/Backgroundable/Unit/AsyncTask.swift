@@ -8,13 +8,15 @@ import Synchronization
 ///
 /// A unit is written in one of two visibly different styles:
 ///
-/// - **Callback style** (the 1.x `AsyncOperation` shape): ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
+/// - **Callback style** (the 1.x `AsyncOperation` shape): ``init(_:_:)``.
 ///   The closure receives the unit and the unit is done only when something calls
 ///   ``finish()`` — from any thread, at any later time. The wrapping `Task` awaits a
 ///   continuation that ``finish()`` resumes.
-/// - **Async style**: ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``.
-///   The unit is done when the async body returns or throws; its value or error is
-///   awaited through the returned ``AsyncTaskHandle``.
+/// - **Async style**: ``AsyncTaskHandle/init(_:_:)``. The unit is done when its async
+///   body returns or throws; its value or error is awaited through the handle.
+///
+/// Either is made and added in one call by ``BackgroundQueue``'s `add(_:_:)`, or made
+/// and awaited by ``BackgroundQueue/run(_:_:)``; every setting is in ``Options``.
 ///
 /// ## Lifecycle and concurrency contract
 /// created → enqueued (in exactly one queue) → executing → exactly one ``Outcome``.
@@ -121,14 +123,6 @@ public final class AsyncTask: Sendable {
             return Extras(onTimeout: onTimeout, notBefore: notBefore, lane: lane, retry: retry, onEnd: onEnd)
         }
 
-        /// Only an `onTimeout` (the labelled entry points): builds no other setting, on
-        /// the path of every add (an empty `StartTime?` or `RetryPolicy?` is made through
-        /// runtime calls: ≈ 500 instructions per add on `enqueue.BackgroundQueue.sync`).
-        static func make(onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?) -> Extras? {
-            guard let onTimeout else { return nil }
-            return Extras(onTimeout: onTimeout, notBefore: nil, lane: nil, retry: nil, onEnd: nil)
-        }
-
         private init(
             onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?, notBefore: StartTime?, lane: LaneKey?,
             retry: RetryPolicy?, onEnd: (@Sendable (Outcome) -> Void)?
@@ -204,9 +198,9 @@ public final class AsyncTask: Sendable {
         nonisolated(unsafe) var addedInContext: InstrumentationContext?
     #endif
 
-    /// The one initializer. Takes the priority as ``priorityRawValue``: callers convert
-    /// the public `TaskPriority?` once, where it arrives (every copy of that resilient
-    /// optional on the way down is a runtime call).
+    /// The initializer from separate settings (``AsyncOperation``'s). Takes the priority
+    /// as ``priorityRawValue``: callers convert the public `TaskPriority?` once, where it
+    /// arrives (every copy of that resilient optional on the way down is a runtime call).
     init(
         name: String?,
         timeout: Duration?,
@@ -233,93 +227,46 @@ public final class AsyncTask: Sendable {
 
     /// A unit with `options`; its timeout is its style's default unless they set one.
     convenience init(_ options: Options, work: consuming sending Work, claimedBy queue: borrowing QueueCore? = nil) {
-        self.init(
-            name: options.name, timeout: options.timeout(defaultingTo: work.defaultTimeout),
-            priorityRawValue: options.priority?.rawValue ?? 0, uniquenessPolicy: options.uniquenessPolicy,
-            extras: options.extras, work: work, claimedBy: queue)
+        let styleTimeout = work.defaultTimeout
+        self.init(options, styleTimeout: styleTimeout, work: work, claimedBy: queue)
+    }
+
+    /// A unit with `options`, whose style's timeout is `styleTimeout`.
+    init(
+        _ options: borrowing Options, styleTimeout: Duration?, work: consuming sending Work,
+        claimedBy queue: borrowing QueueCore? = nil
+    ) {
+        self.name = options.name
+        self.timeoutNanoseconds =
+            options.usesStyleTimeout
+            ? (styleTimeout.map(Self.nanoseconds) ?? .min) : (options.timeout.map(Self.nanoseconds) ?? .min)
+        self.priorityRawValue = options.priorityRawValue
+        self.uniquenessPolicy = options.uniquenessPolicy
+        self.extras = options.extras
+        self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives
-    /// the unit and the unit is done only when ``finish()`` is called.
+    /// the unit and the unit is done only when ``finish()`` is called. (A unit whose
+    /// work is an async body is made by ``AsyncTaskHandle/init(_:_:)``.)
     ///
     /// - Parameters:
-    ///   - name: A label and the deduplication key; `nil` never deduplicates.
-    ///   - timeout: Counted from the start of execution; `nil` for none.
-    ///   - priority: The priority of the wrapping `Task`.
-    ///   - uniquenessPolicy: What a queue does when a live unit has the same name.
-    ///   - onTimeout: Runs exactly once, after the outcome became ``Outcome/timedOut``:
-    ///     off every actor, or on the one it is isolated to (`{ @MainActor task in … }`).
+    ///   - options: The unit's settings (see ``Options``); its timeout is
+    ///     ``defaultTimeout`` unless they set one, since a callback could forget
+    ///     ``finish()``.
     ///   - work: Runs once, inside the wrapping `Task`, when the unit starts. Like the
     ///     operation of a `Task.detached`, it runs off the caller's actor — this is a
     ///     background queue — unless it is isolated to an actor (`{ @MainActor task in … }`),
     ///     where it then runs. It is `sending`: it may capture non-`Sendable` state the
     ///     caller no longer uses.
-    public convenience init(
-        name: String? = nil,
-        timeout: Duration? = AsyncTask.defaultTimeout,
-        priority: TaskPriority? = nil,
-        uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
-        _ work: sending @escaping @isolated(any) (AsyncTask) -> Void
-    ) {
-        self.init(
-            name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-            uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .callback(work))
-    }
-
-    /// Creates a callback-style unit with `options` (see
-    /// ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``): its timeout is
-    /// ``defaultTimeout`` unless `options` set one.
     public convenience init(_ options: Options, _ work: sending @escaping @isolated(any) (AsyncTask) -> Void) {
-        self.init(options, work: .callback(work))
+        self.init(options, styleTimeout: AsyncTask.defaultTimeout, work: .callback(work))
     }
 
-    /// Creates an async-style unit: it is done when `body` returns (outcome
-    /// ``Outcome/finished``) or throws (``Outcome/failed(_:)``). Await its value
-    /// through the returned handle.
-    ///
-    /// Parameters are those of ``init(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``,
-    /// except the timeout: an async body cannot forget to end its unit, so it has none
-    /// unless you give one. `body` runs as the operation of a `Task.detached` would: off
-    /// the caller's actor, or on the actor it is isolated to (`{ @MainActor in … }`).
-    public static func operation<Success: Sendable>(
-        name: String? = nil,
-        timeout: Duration? = nil,
-        priority: TaskPriority? = nil,
-        uniquenessPolicy: UniquenessPolicy = .ignore,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)? = nil,
-        _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) -> AsyncTaskHandle<Success> {
-        operation(
-            name: name, timeout: timeout, priority: priority, uniquenessPolicy: uniquenessPolicy,
-            onTimeout: onTimeout, claimedBy: nil, body)
-    }
-
-    /// ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``, claimed by
-    /// `queue` from the start when the queue creates the unit itself.
-    static func operation<Success: Sendable>(
-        name: String?,
-        timeout: Duration?,
-        priority: TaskPriority?,
-        uniquenessPolicy: UniquenessPolicy,
-        onTimeout: (@Sendable @isolated(any) (AsyncTask) -> Void)?,
-        claimedBy queue: borrowing QueueCore?,
-        _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) -> AsyncTaskHandle<Success> {
-        AsyncTaskHandle(
-            AsyncTask(
-                name: name, timeout: timeout, priorityRawValue: priority?.rawValue ?? 0,
-                uniquenessPolicy: uniquenessPolicy, extras: .make(onTimeout: onTimeout), work: .body(body),
-                claimedBy: queue))
-    }
-
-    /// Creates an async-style unit with `options` (see
-    /// ``operation(name:timeout:priority:uniquenessPolicy:onTimeout:_:)``): no timeout
-    /// unless `options` set one.
-    public static func operation<Success: Sendable>(
-        _ options: Options, _ body: sending @escaping @isolated(any) () async throws -> Success
-    ) -> AsyncTaskHandle<Success> {
-        AsyncTaskHandle(AsyncTask(options, work: .body(body)))
+    /// Creates a callback-style unit with every setting at its default (a timeout of
+    /// ``defaultTimeout``); see ``init(_:_:)``.
+    public convenience init(_ work: sending @escaping @isolated(any) (AsyncTask) -> Void) {
+        self.init(Options(), work)
     }
 
     /// Whole nanoseconds, clamped to what `Int64` holds (about 292 years). The default
@@ -437,7 +384,7 @@ public final class AsyncTask: Sendable {
                     action()
                     if escalates {
                         escalate(to: awaiting)
-                    } else if uniquenessPolicy == .join {
+                    } else if uniquenessPolicy.kind == .join {
                         escalateSharedWork(to: awaiting)
                     }
                 }

@@ -1,4 +1,5 @@
-/// A typed view of an async-style unit: its value or error can be awaited.
+/// A typed view of a unit whose work is an async body: its value or error can be
+/// awaited.
 ///
 /// A handle is a cheap value; copies refer to the same ``AsyncTask``.
 public struct AsyncTaskHandle<Success: Sendable>: Sendable {
@@ -7,6 +8,25 @@ public struct AsyncTaskHandle<Success: Sendable>: Sendable {
 
     init(_ task: AsyncTask) {
         self.task = task
+    }
+
+    /// Creates a unit whose work is `body`, to add to a queue later (``BackgroundQueue``'s
+    /// `add(_:_:)` makes and adds one in a call): it is done when `body` returns (outcome
+    /// ``AsyncTask/Outcome/finished``) or throws (``AsyncTask/Outcome/failed(_:)``).
+    ///
+    /// - Parameters:
+    ///   - options: The unit's settings (see ``AsyncTask/Options``); no timeout unless
+    ///     they set one, since a body cannot forget to return.
+    ///   - body: Runs as the operation of a `Task.detached` would: off the caller's
+    ///     actor, or on the actor it is isolated to (`{ @MainActor in … }`).
+    public init(_ options: AsyncTask.Options, _ body: sending @escaping @isolated(any) () async throws -> Success) {
+        self.init(AsyncTask(options, work: .body(body)))
+    }
+
+    /// Creates a unit whose work is `body`, with every setting at its default (no
+    /// timeout); see ``init(_:_:)``.
+    public init(_ body: sending @escaping @isolated(any) () async throws -> Success) {
+        self.init(AsyncTask.Options(), body)
     }
 
     /// The body's return value.

@@ -18,8 +18,8 @@ import Foundation
 /// ```
 ///
 /// ## What is retried
-/// Only async bodies that throw (``AsyncTask/operation(_:_:)``,
-/// ``BackgroundQueue/addTask(_:_:)``, ``BackgroundQueue/run(_:_:)``): the error is the
+/// Only async bodies that throw (``AsyncTaskHandle/init(_:_:)``, ``BackgroundQueue``'s
+/// `add(_:_:)` with a body, ``BackgroundQueue/run(_:_:)``): the error is the
 /// attempt's result. A callback-style unit ends through ``AsyncTask/finish()`` and has
 /// no error to retry on; wrap its callback API in an async body
 /// (`withCheckedThrowingContinuation`) to get retries. Never retried: a
@@ -37,15 +37,32 @@ import Foundation
 /// starts again like any ready unit (by priority, then first come, first served), with
 /// its full timeout.
 public struct RetryPolicy: Sendable {
-    /// The wait before each retry.
-    public enum Backoff: Sendable, Hashable {
+    /// The wait before each retry. New shapes come in minor releases: compare a backoff,
+    /// or switch over it with a `default`.
+    public struct Backoff: Sendable, Hashable, CustomStringConvertible {
+        fileprivate enum Shape: Sendable, Hashable {
+            case fixed(Duration)
+            case exponential(initialDelay: Duration, multiplier: Double, maximumDelay: Duration, jitter: Double)
+        }
+
+        fileprivate let shape: Shape
+
         /// The same delay before every retry.
-        case fixed(Duration)
+        public static func fixed(_ delay: Duration) -> Backoff { Backoff(shape: .fixed(delay)) }
+
         /// `initialDelay` before the first retry, multiplied by `multiplier` before each
         /// next one, capped at `maximumDelay`; then shortened by a random fraction of up
         /// to `jitter` (0: exact; 1: anywhere between zero and the delay), so that units
         /// that failed together do not retry together.
-        case exponential(initialDelay: Duration, multiplier: Double, maximumDelay: Duration, jitter: Double)
+        public static func exponential(
+            initialDelay: Duration, multiplier: Double, maximumDelay: Duration, jitter: Double
+        ) -> Backoff {
+            Backoff(
+                shape: .exponential(
+                    initialDelay: initialDelay, multiplier: multiplier, maximumDelay: maximumDelay, jitter: jitter))
+        }
+
+        public var description: String { "\(shape)" }
     }
 
     /// The most attempts a unit makes, the first one included: 1...255. A value below 1
@@ -102,7 +119,7 @@ public struct RetryPolicy: Sendable {
     /// durations longer than about 292 years (`Int64.max` nanoseconds) as 292 years, a
     /// multiplier below 1 or NaN as 1, and a jitter outside 0...1 is clamped (NaN: 0).
     public func delay(beforeAttempt attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-        switch backoff {
+        switch backoff.shape {
         case .fixed(let delay):
             return delay.clampedToWait
         case .exponential(let initial, let multiplier, let maximum, let jitter):

@@ -69,7 +69,7 @@ struct OperationToTaskAdapterTests {
         let (queue, _) = makeQueue()
         let started = Signal()
         let operation = gatedOperation(started: started, release: Signal())
-        let unit = queue.add(operation, timeout: nil)
+        let unit = queue.add(operation, options: .init(timeout: nil))
         await started.wait()
         operation.cancel()
         #expect(await unit.outcome.kind == .cancelled)
@@ -78,7 +78,7 @@ struct OperationToTaskAdapterTests {
     @Test func theUnitsTimeoutCancelsTheOperation() async {
         let (queue, _) = makeQueue()
         let operation = AsyncOperation(timeout: .infinity) { _ in }
-        let unit = queue.add(operation, timeout: .milliseconds(50))
+        let unit = queue.add(operation, options: .init(timeout: .milliseconds(50)))
         #expect(await unit.outcome.kind == .timedOut)
         await waitUntilFinished(operation)
         #expect(operation.isCancelled)
@@ -89,7 +89,7 @@ struct OperationToTaskAdapterTests {
 struct TaskToOperationAdapterTests {
     @Test func aCallbackUnitRunsOnAnyOperationQueue() async {
         let queue = OperationQueue()
-        let unit = AsyncTask(name: "unit") { task in
+        let unit = AsyncTask(.init(name: "unit")) { task in
             DispatchQueue.global().async { task.finish() }
         }
         let operation = queue.addTask(unit)
@@ -100,7 +100,7 @@ struct TaskToOperationAdapterTests {
     }
 
     @Test func anAsyncUnitKeepsItsValue() async throws {
-        let handle = AsyncTask.operation { 6 * 7 }
+        let handle = AsyncTaskHandle { 6 * 7 }
         let operation = OperationQueue().addTask(handle.task)
         await waitUntilFinished(operation)
         #expect(try await handle.value == 42)
@@ -142,7 +142,7 @@ struct TaskToOperationAdapterTests {
     }
 
     @Test func theUnitsTimeoutFinishesTheOperation() async {
-        let unit = AsyncTask(timeout: .milliseconds(50)) { _ in }
+        let unit = AsyncTask(.init(timeout: .milliseconds(50))) { _ in }
         let operation = OperationQueue().addTask(unit)
         await waitUntilFinished(operation)
         #expect(unit.currentOutcome?.kind == .timedOut)

@@ -38,9 +38,9 @@
         /// Three units: one finishes, one fails, one is dropped.
         private func runThreeUnits(on queue: BackgroundQueue) async {
             queue.suspend()
-            let ok = queue.addTask(name: "ok") { 1 }
-            let failing = queue.addTask(name: "failing") { () async throws -> Int in throw TestError(code: 3) }
-            let dropped = queue.addTask(name: "ok", uniquenessPolicy: .drop) { 2 }
+            let ok = queue.add(.init(name: "ok")) { 1 }
+            let failing = queue.add(.init(name: "failing")) { () async throws -> Int in throw TestError(code: 3) }
+            let dropped = queue.add(.init(name: "ok", uniquenessPolicy: .drop)) { 2 }
             #expect(dropped.task.currentOutcome?.kind == .dropped)
             queue.resume()
             _ = await (ok.outcome, failing.outcome)
@@ -85,9 +85,9 @@
                         group.addTask {
                             for index in 0..<250 {
                                 if index.isMultiple(of: 5) {
-                                    queue.addTask(name: "n\(index % 7)", uniquenessPolicy: .drop) { index }
+                                    queue.add(.init(name: "n\(index % 7)", uniquenessPolicy: .drop)) { index }
                                 } else {
-                                    queue.add(timeout: nil) { $0.finish() }
+                                    queue.add(.init(timeout: nil)) { $0.finish() }
                                 }
                             }
                         }
@@ -159,7 +159,7 @@
                 let name = "tracing-retry-\(UUID().uuidString)"
                 let queue = BackgroundQueue(name: name, backgroundTaskProvider: NoopBackgroundTaskProvider())
                 let failures = Recorder<Int>()
-                let handle = queue.addTask(.init(name: "flaky", retry: .fixed(maxAttempts: 3, delay: .zero))) {
+                let handle = queue.add(.init(name: "flaky", retry: .fixed(maxAttempts: 3, delay: .zero))) {
                     failures.append(1)
                     if failures.count < 3 { throw TestError(code: failures.count) }
                 }

@@ -24,7 +24,7 @@
             let group = group(BackgroundQueueService(queue) { reports.append($0) })
             let release = Signal()
             let started = Signal()
-            let job = queue.addTask(name: "job") {
+            let job = queue.add(.init(name: "job")) {
                 started.signal()
                 await release.wait()
                 return 1
@@ -33,7 +33,7 @@
             await started.wait()
             await group.triggerGracefulShutdown()
             await waitUntil { !queue.isAcceptingWork }
-            let late = queue.addTask(name: "late") { 2 }
+            let late = queue.add(.init(name: "late")) { 2 }
             #expect(await late.task.outcome.kind == .cancelled)
             release.signal()
             try await running.value
@@ -49,7 +49,7 @@
             let group = group(BackgroundQueueService(queue) { reports.append($0) }, grace: .zero)
             let saved = Recorder<String>()
             let started = Signal()
-            _ = queue.addTask(name: "stuck") {
+            _ = queue.add(.init(name: "stuck")) {
                 started.signal()
                 await suspendUntilCancelled()
                 await Task.yield()
@@ -64,8 +64,8 @@
             #expect(saved.all == ["stuck"], "saved within the cancellation period")
             var sawExpiring = false
             for await event in events {
-                if case .backgroundTimeExpiring = event { sawExpiring = true }
-                if case .idle = event { break }
+                if event.kind == .backgroundTimeExpiring { sawExpiring = true }
+                if event.kind == .idle { break }
             }
             #expect(sawExpiring)
         }

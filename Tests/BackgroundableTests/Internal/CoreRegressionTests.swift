@@ -218,17 +218,17 @@ struct CoreRegressionTests {
         let released = Recorder<Bool>()
         // Ended before it ran.
         let cancelled = WeakUnitBox()
-        let unit = AsyncTask(timeout: nil, Self.body(whoseCaptureOnReleaseReads: cancelled, into: released))
+        let unit = AsyncTask(.init(timeout: nil), Self.body(whoseCaptureOnReleaseReads: cancelled, into: released))
         cancelled.unit = unit
         unit.cancel()
         #expect(released.all == [false])
         // Joined another unit: its own work never runs.
         let (queue, _) = makeQueue()
         queue.suspend()
-        queue.add(name: "refresh", timeout: nil, uniquenessPolicy: .join) { $0.finish() }
+        queue.add(.init(name: "refresh", timeout: nil, uniquenessPolicy: .join)) { $0.finish() }
         let joining = WeakUnitBox()
         let joiner = AsyncTask(
-            name: "refresh", timeout: nil, uniquenessPolicy: .join,
+            .init(name: "refresh", timeout: nil, uniquenessPolicy: .join),
             Self.body(whoseCaptureOnReleaseReads: joining, into: released))
         joining.unit = joiner
         queue.add(joiner)
@@ -244,7 +244,7 @@ struct CoreRegressionTests {
             expirationPolicy: .cancelAll, observers: [IgnoringObserver()], measurer: nil)
         // A thread of its own makes the queue busy and, delivering that, waits in the
         // provider (not a thread of the pool the suite's tasks run on).
-        Thread { queue.add(timeout: nil) { $0.finish() } }.start()
+        Thread { queue.add(.init(timeout: nil)) { $0.finish() } }.start()
         await provider.entered.wait()
         // A unit that ends before it runs while that thread is the deliverer: the
         // outbox holds the last reference to it (its `onTimeout` captures the probe).
@@ -254,7 +254,7 @@ struct CoreRegressionTests {
             released.signal()
         }
         do {
-            let unit = AsyncTask(timeout: .seconds(60), onTimeout: { _ in _ = probe }) { $0.finish() }
+            let unit = AsyncTask(.init(timeout: .seconds(60), onTimeout: { _ in _ = probe })) { $0.finish() }
             queue.add(unit)
             unit.cancel()
         }
@@ -268,7 +268,7 @@ struct CoreRegressionTests {
         let (queue, _) = makeQueue()
         let attempts = Lock(0)
         let read = Recorder<Int>()
-        let handle = queue.addTask(.init(retry: .fixed(maxAttempts: 3, delay: .zero))) { () async throws -> Int in
+        let handle = queue.add(.init(retry: .fixed(maxAttempts: 3, delay: .zero))) { () async throws -> Int in
             let attempt = attempts.withLock { count in
                 count += 1
                 return count

@@ -97,7 +97,7 @@ struct ReferenceQueue {
             return false
         }
         if let name, hasLive(named: name) {
-            switch policy {
+            switch policy.kind {
             case .ignore: break
             case .drop:
                 owedRejections[id] = .dropped

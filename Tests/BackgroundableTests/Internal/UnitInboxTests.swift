@@ -8,7 +8,7 @@ import Testing
 @Suite("Unit inbox")
 struct UnitInboxTests {
     private func unit(_ name: String? = nil, _ policy: UniquenessPolicy = .ignore) -> AsyncTask {
-        AsyncTask(name: name, timeout: nil, uniquenessPolicy: policy) { $0.finish() }
+        AsyncTask(.init(name: name, timeout: nil, uniquenessPolicy: policy)) { $0.finish() }
     }
 
     /// A queue whose next adds wait in its inbox, as behind a scheduled drainer, until
@@ -41,7 +41,7 @@ struct UnitInboxTests {
         let queue = queueBehindADrainer(limit: 1, suspended: true)
         let order = Recorder<Int>()
         let pushed = (0..<3).map { index in
-            AsyncTask(timeout: nil) {
+            AsyncTask(.init(timeout: nil)) {
                 order.append(index)
                 $0.finish()
             }
@@ -50,7 +50,7 @@ struct UnitInboxTests {
         #expect(queue.enqueuedCount == 3, "a reader admits what waits in the inbox")
         queue.add(
             contentsOf: (3..<5).map { index in
-                AsyncTask(timeout: nil) {
+                AsyncTask(.init(timeout: nil)) {
                     order.append(index)
                     $0.finish()
                 }
@@ -100,7 +100,7 @@ struct UnitInboxTests {
                 group.addTask {
                     (0..<5_000).map { index in
                         if index % 500 == 0 { _ = queue.enqueuedCount + pusher }
-                        return queue.adding(AsyncTask(timeout: nil) { $0.finish() })
+                        return queue.adding(AsyncTask(.init(timeout: nil)) { $0.finish() })
                     }
                 }
             }

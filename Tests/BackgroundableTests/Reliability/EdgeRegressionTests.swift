@@ -16,7 +16,7 @@ struct EdgeRegressionTests {
         _ options: AsyncTask.Options, on queue: BackgroundQueue
     ) async -> (AsyncTaskHandle<Void>, Signal) {
         let (entered, release) = (Signal(), Signal())
-        let live = queue.addTask(options) {
+        let live = queue.add(options) {
             entered.signal()
             await release.wait()
         }
@@ -30,14 +30,14 @@ struct EdgeRegressionTests {
         let (queue, _) = makeQueue()
         let order = Recorder<String>()
         let (entered, release) = (Signal(), Signal())
-        let replaced = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+        let replaced = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
             order.append("replaced in")
             entered.signal()
             await release.wait()  // Ignores its cancellation, as blocking-style code does.
             order.append("replaced out")
         }
         await entered.wait()
-        let replacement = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+        let replacement = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
             order.append("replacement in")
             release.signal()
         }
@@ -59,16 +59,16 @@ struct EdgeRegressionTests {
         let (queue, _) = makeQueue()
         let order = Recorder<String>()
         let (entered, release) = (Signal(), Signal())
-        _ = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+        _ = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
             order.append("replaced in")
             entered.signal()
             await release.wait()  // Ignores its cancellation.
             order.append("replaced out")
         }
         await entered.wait()
-        let replacement = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) { order.append("never") }
+        let replacement = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) { order.append("never") }
         replacement.cancel()
-        let later = queue.addTask(.init(name: "hot", uniquenessPolicy: policy)) {
+        let later = queue.add(.init(name: "hot", uniquenessPolicy: policy)) {
             order.append("later in")
             release.signal()
         }
@@ -83,13 +83,13 @@ struct EdgeRegressionTests {
     @Test func anIgnoringUnitOfTheNameDoesNotWaitForReplacedBodies() async throws {
         let (queue, _) = makeQueue()
         let (entered, release) = (Signal(), Signal())
-        let replaced = queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+        let replaced = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
             entered.signal()
             await release.wait()
         }
         await entered.wait()
-        queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {}.cancel()
-        try await queue.addTask(.init(name: "hot")) { release.signal() }.value
+        queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {}.cancel()
+        try await queue.add(.init(name: "hot")) { release.signal() }.value
         _ = await replaced.result
     }
 
@@ -117,7 +117,7 @@ struct EdgeRegressionTests {
                         }
                     } else {
                         unit =
-                            queue.addTask(.init(name: "hot", uniquenessPolicy: .replace)) {
+                            queue.add(.init(name: "hot", uniquenessPolicy: .replace)) {
                                 running.enter()
                                 await Task.yield()
                                 running.leave()
@@ -135,7 +135,7 @@ struct EdgeRegressionTests {
         #expect(running.maximum <= 1, "seed \(seed)")
         var ended: [ObjectIdentifier: AsyncTask.Outcome] = [:]
         _ = await events.collect(through: { event in
-            if case .ended(let unit, let outcome) = event { ended[ObjectIdentifier(unit)] = outcome }
+            if event.kind == .ended, let unit = event.unit { ended[ObjectIdentifier(unit)] = event.outcome }
             return ended.count >= units.count
         })
         for unit in units.all {
@@ -150,7 +150,7 @@ struct EdgeRegressionTests {
         let delegate = RecordingDelegate()
         queue.setDelegate(delegate)
         for period in 1...50 {
-            await Task.detached { _ = queue.add(timeout: nil) { $0.finish() } }.value
+            await Task.detached { _ = queue.add(.init(timeout: nil)) { $0.finish() } }.value
             await queue.waitUntilIdle()
             #expect(delegate.calls.count == 2 * period, "period \(period): \(delegate.calls.all.suffix(2))")
             #expect(provider.log.count == 2 * period)
@@ -187,8 +187,8 @@ struct EdgeRegressionTests {
                 return Task.currentPriority
             }
         }
-        let escalation = await events.next(where: { if case .escalated = $0 { true } else { false } })
-        guard case .escalated(_, let priority) = escalation else {
+        let escalation = await events.next(where: { $0.kind == .escalated })
+        guard let priority = escalation?.priority else {
             Issue.record("no escalation")
             return
         }
@@ -203,7 +203,7 @@ struct EdgeRegressionTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         var events = queue.events.makeAsyncIterator()
         queue.suspend()
-        let shared = queue.addTask(.init(name: "token", priority: .low, uniquenessPolicy: .join)) {
+        let shared = queue.add(.init(name: "token", priority: .low, uniquenessPolicy: .join)) {
             Task.currentPriority
         }
         let caller = Task(priority: .high) {
@@ -211,7 +211,7 @@ struct EdgeRegressionTests {
                 TaskPriority.background
             }
         }
-        let escalation = await events.next(where: { if case .escalated = $0 { true } else { false } })
+        let escalation = await events.next(where: { $0.kind == .escalated })
         #expect(escalation?.unit === shared.task)
         queue.resume()
         #expect(try await caller.value >= .high)
@@ -286,7 +286,7 @@ struct EdgeRegressionTests {
         await queue.waitUntilIdle()
         let marker = queue.add { $0.finish() }
         let events = await log.collect(through: { event in
-            if case .ended(let unit, _) = event { unit === marker } else { false }
+            event.kind == .ended && event.unit === marker
         })
         let others = events.filter { event in
             guard let unit = event.unit else { return false }
@@ -316,13 +316,13 @@ struct EdgeRegressionTests {
         _ = await live.outcome
         let marker = queue.add { $0.finish() }
         let events = await log.collect(through: { event in
-            if case .ended(let unit, _) = event { unit === marker } else { false }
+            event.kind == .ended && event.unit === marker
         })
         for unit in [dropped, joined, replacing, expired] {
             #expect(unit.currentOutcome?.kind == .cancelled)
             for event in events where event.unit === unit {
-                switch event {
-                case .ended(_, let outcome) where outcome.kind != .cancelled:
+                switch event.kind {
+                case .ended where event.outcome?.kind != .cancelled:
                     Issue.record("\(unit): \(event)")
                 case .joined:
                     Issue.record("\(unit): \(event)")
@@ -342,19 +342,6 @@ extension AsyncTask {
             case .enqueued(.afterReplaced), .launching(.afterReplaced, _): true
             default: false
             }
-        }
-    }
-}
-
-extension BackgroundQueue.Event {
-    /// The unit the event is about.
-    var unit: AsyncTask? {
-        switch self {
-        case .enqueued(let unit), .started(let unit), .ended(let unit, _), .retrying(let unit, _, _, _),
-            .joined(let unit, _), .escalated(let unit, _):
-            unit
-        case .busy, .idle, .backgroundTimeExpiring:
-            nil
         }
     }
 }

@@ -329,13 +329,13 @@ extension FrontEnd {
             let unit: AsyncTask
             if style == .task {
                 unit =
-                    queue!.addTask(
-                        name: name, timeout: duration, priority: priority, uniquenessPolicy: policy,
+                    queue!.add(
+                        .init(name: name, timeout: duration, priority: priority, uniquenessPolicy: policy),
                         probe.body(overlap)
                     )
                     .task
             } else {
-                unit = queue!.add(name: name, timeout: duration, priority: priority, uniquenessPolicy: policy) {
+                unit = queue!.add(.init(name: name, timeout: duration, priority: priority, uniquenessPolicy: policy)) {
                     unit in
                     probe.bodyStarted(unit)
                     probe.exited.raise()
@@ -412,7 +412,7 @@ extension FrontEnd {
         /// A unit cancelled before it is added: the queue does not take it.
         func addCancelled(name: String?, _ policy: UniquenessPolicy) async {
             let probe = newProbe(name: name, .task, policy, nil, timeout: nil)
-            let handle = AsyncTask.operation(name: name, uniquenessPolicy: policy, probe.body(overlap))
+            let handle = AsyncTaskHandle(.init(name: name, uniquenessPolicy: policy), probe.body(overlap))
             probe.bind(handle.task)
             handle.cancel()
             if queue!.add(handle) {
@@ -711,20 +711,19 @@ extension FrontEnd {
             var heard: [Int: [Reference.Heard]] = [:]
             var escalated: Set<Int> = []
             for event in events {
-                guard let unit = FrontEnd.unit(of: event) else { continue }
+                guard let unit = event.unit else { continue }
                 guard let id = ids[ObjectIdentifier(unit)] else {
                     if final { fail("events name units of the queue", "an event about an unknown unit: \(event)") }
                     continue
                 }
-                switch event {
+                switch event.kind {
                 case .enqueued: heard[id, default: []].append(.enqueued)
                 case .started: heard[id, default: []].append(.started)
-                case .ended(_, let outcome): heard[id, default: []].append(.ended(outcome.kind))
-                case .joined(_, let primary):
-                    heard[id, default: []].append(.joined(ids[ObjectIdentifier(primary)] ?? 0))
+                case .ended: heard[id, default: []].append(.ended(event.outcome!.kind))
+                case .joined: heard[id, default: []].append(.joined(ids[ObjectIdentifier(event.primary!)] ?? 0))
                 case .escalated: escalated.insert(id)
                 case .retrying: fail("events agree with outcomes", "unit \(id) retried, with no retry policy")
-                case .busy, .idle, .backgroundTimeExpiring: break
+                default: break
                 }
             }
             for id in model.units.keys.sorted() where !eventsChecked.contains(id) {

@@ -211,9 +211,10 @@ extension FrontEnd {
         func addHot(_ queue: BackgroundQueue, _ policy: UniquenessPolicy, paced: Bool, _ random: inout SplitMix64) {
             let probe = Probe(countedName: random.pick(Self.hotNames))
             let timeout = random.pick([nil, nil, .seconds(30)] as [Duration?])
-            let handle = queue.addTask(
-                name: probe.countedName, timeout: timeout, priority: random.pick(Self.priorities),
-                uniquenessPolicy: policy, hotBody(probe, yields: Int.random(in: 0...40, using: &random)))
+            let handle = queue.add(
+                .init(
+                    name: probe.countedName, timeout: timeout, priority: random.pick(Self.priorities),
+                    uniquenessPolicy: policy), hotBody(probe, yields: Int.random(in: 0...40, using: &random)))
             register(handle.task, probe)
             if paced { _ = probe.startedOrEnded.wait(timeout: .now() + .milliseconds(100)) }
         }
@@ -226,13 +227,14 @@ extension FrontEnd {
             let priority = random.pick(Self.priorities)
             let unit: AsyncTask
             if random.chance(50) {
-                unit = queue.add(name: name, timeout: nil, priority: priority, uniquenessPolicy: policy) { unit in
+                unit = queue.add(.init(name: name, timeout: nil, priority: priority, uniquenessPolicy: policy)) {
+                    unit in
                     probe.bodyStarted(unit)
                     unit.finish()
                 }
             } else {
                 unit =
-                    queue.addTask(name: name, priority: priority, uniquenessPolicy: policy) {
+                    queue.add(.init(name: name, priority: priority, uniquenessPolicy: policy)) {
                         probe.bodyStarted(AsyncTask.current)
                         await Task.yield()
                     }
@@ -272,7 +274,8 @@ extension FrontEnd {
                 if cancelled { withUnsafeCurrentTask { $0?.cancel() } }
                 let result = await Result {
                     try await queue.run(
-                        name: probe.countedName, timeout: timeout, priority: priority, uniquenessPolicy: policy, body)
+                        .init(name: probe.countedName, timeout: timeout, priority: priority, uniquenessPolicy: policy),
+                        body)
                 }
                 probe.runReturned(result)
                 tasks.leave()
@@ -291,9 +294,9 @@ extension FrontEnd {
             inboxProbes.withLock { $0.append(probe) }
             tasks.enter()
             Task(priority: .high) { [tasks] in
-                for _ in 0..<3 { queue.add(timeout: nil) { $0.finish() } }
+                for _ in 0..<3 { queue.add(.init(timeout: nil)) { $0.finish() } }
                 let awaiting = Flag()
-                let handle = queue.addTask(priority: priority) {
+                let handle = queue.add(.init(priority: priority)) {
                     probe.bodyStarted(AsyncTask.current)
                     await awaiting.wait()
                     for _ in 0..<200 where Task.currentPriority < .high { await Task.yield() }
@@ -364,7 +367,9 @@ extension FrontEnd {
         func checkEvents(_ events: [BackgroundQueue.Event], _ provider: RecordingBackgroundTaskProvider) {
             for (check, message) in universalEventProblems(events) { violate(check, message) }
             let touched = registry.withLock { $0.touched }
-            for case .joined(let unit, let primary) in events where !touched.contains(ObjectIdentifier(unit)) {
+            for event in events where event.kind == .joined {
+                guard let unit = event.unit, let primary = event.primary, !touched.contains(ObjectIdentifier(unit))
+                else { continue }
                 if unit.currentOutcome?.kind != primary.currentOutcome?.kind {
                     violate(
                         "joined units end with the shared outcome",
@@ -374,7 +379,7 @@ extension FrontEnd {
             if let problem = providerProblem(provider) {
                 violate("assertions begin and end once per busy period", problem)
             }
-            let busy = events.count { if case .busy = $0 { true } else { false } }
+            let busy = events.count { $0.kind == .busy }
             if busy != periods(provider) {
                 violate("busy events match the assertions", "\(busy) busy events, \(periods(provider)) assertions")
             }

@@ -241,13 +241,14 @@ extension FrontEnd {
             var raise: [Flag] = []
             state.withLock { state in
                 state.events.append(event)
-                switch event {
+                switch event.kind {
                 case .idle:
                     state.idles += 1
                     let idles = state.idles
                     raise += state.idleWatchers.filter { $0.count <= idles }.map(\.flag)
                     state.idleWatchers.removeAll { $0.count <= idles }
-                case .escalated(let unit, let priority):
+                case .escalated:
+                    guard let unit = event.unit, let priority = event.priority else { break }
                     let key = ObjectIdentifier(unit)
                     let rank = max(state.escalations[key] ?? 0, Reference.rank(priority.rawValue))
                     state.escalations[key] = rank
@@ -256,7 +257,7 @@ extension FrontEnd {
                     state.escalationWatchers[key] = watchers.filter { $0.rank > rank }
                 default: break
                 }
-                if let unit = FrontEnd.unit(of: event), let lane = unit.lane, state.byLane[lane] == nil {
+                if let unit = event.unit, let lane = unit.lane, state.byLane[lane] == nil {
                     state.byLane[lane] = unit
                     raise += state.laneWatchers.removeValue(forKey: lane) ?? []
                 }
@@ -303,17 +304,6 @@ extension FrontEnd {
         }
     }
 
-    /// The unit `event` is about, if any.
-    static func unit(of event: BackgroundQueue.Event) -> AsyncTask? {
-        switch event {
-        case .enqueued(let unit), .started(let unit), .ended(let unit, _), .retrying(let unit, _, _, _),
-            .joined(let unit, _), .escalated(let unit, _):
-            unit
-        case .busy, .idle, .backgroundTimeExpiring:
-            nil
-        }
-    }
-
     /// Checks that hold for any queue's events, whoever drove it: every `ended` event
     /// reports the outcome its unit really has, a unit ends at most once and hears nothing
     /// after its end, a joined unit hears nothing else, busy and idle alternate.
@@ -324,14 +314,15 @@ extension FrontEnd {
         var other: Set<ObjectIdentifier> = []
         var busy = false
         for event in events {
-            switch event {
+            switch event.kind {
             case .busy:
                 if busy { problems.append(("busy and idle events alternate", "two busy events in a row")) }
                 busy = true
             case .idle:
                 if !busy { problems.append(("busy and idle events alternate", "idle without busy")) }
                 busy = false
-            case .ended(let unit, let outcome):
+            case .ended:
+                guard let unit = event.unit, let outcome = event.outcome else { break }
                 if unit.currentOutcome?.kind != outcome.kind {
                     let actual = unit.currentOutcome.map { "\($0)" } ?? "none"
                     problems.append(
@@ -343,18 +334,19 @@ extension FrontEnd {
                 if !terminal.insert(ObjectIdentifier(unit)).inserted {
                     problems.append(("one ended event per unit", "\(unit) ended twice in the events"))
                 }
-            case .joined(let unit, _):
+            case .joined:
+                guard let unit = event.unit else { break }
                 if !terminal.insert(ObjectIdentifier(unit)).inserted {
                     problems.append(("one ended event per unit", "\(unit) joined after its end"))
                 }
                 joined.insert(ObjectIdentifier(unit))
-            case .enqueued(let unit), .started(let unit), .retrying(let unit, _, _, _), .escalated(let unit, _):
+            default:
+                // Every other event about a unit: enqueued, started, retrying, escalated.
+                guard let unit = event.unit else { break }
                 if terminal.contains(ObjectIdentifier(unit)) {
                     problems.append(("no event after a unit's end", "\(event) after the unit's end"))
                 }
                 other.insert(ObjectIdentifier(unit))
-            case .backgroundTimeExpiring:
-                break
             }
         }
         if !joined.isDisjoint(with: other) {

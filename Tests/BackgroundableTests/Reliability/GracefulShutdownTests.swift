@@ -13,7 +13,7 @@ struct GracefulShutdownTests {
     /// A unit that waits for `release`, then finishes.
     private func gatedUnit(on queue: BackgroundQueue, named name: String, release: Signal) async -> AsyncTask {
         let started = Signal()
-        let unit = queue.add(name: name, timeout: nil) { task in
+        let unit = queue.add(.init(name: name, timeout: nil)) { task in
             started.signal()
             Task {
                 await release.wait()
@@ -27,7 +27,7 @@ struct GracefulShutdownTests {
     @Test func withoutARequestDrainReturnsOnceTheQueuesAreIdle() async {
         let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
         let queue = BackgroundQueue(name: "work", backgroundTaskProvider: shutdown)
-        let unit = queue.addTask(timeout: nil) { 1 }
+        let unit = queue.add(.init(timeout: nil)) { 1 }
         let report = await shutdown.drain(queue)
         #expect(report.ending == .idle && report.isComplete && report.exitStatus == 0)
         #expect(unit.task.currentOutcome?.kind == .finished)
@@ -44,7 +44,7 @@ struct GracefulShutdownTests {
         shutdown.requestShutdown()
         #expect(shutdown.isShutdownRequested && shutdown.request == .requested)
         await waitUntil { !queue.isAcceptingWork }
-        let late = queue.addTask(name: "late") { 1 }
+        let late = queue.add(.init(name: "late")) { 1 }
         #expect(await late.task.outcome.kind == .cancelled, "a late add ends cancelled, never silently lost")
         await #expect(throws: CancellationError.self) { try await late.value }
         release.signal()
@@ -59,7 +59,7 @@ struct GracefulShutdownTests {
         let events = queue.events
         let saved = Recorder<String>()
         let started = Signal()
-        let unit = queue.addTask(name: "export") {
+        let unit = queue.add(.init(name: "export")) {
             started.signal()
             await suspendUntilCancelled()
             await Task.yield()  // saving takes a suspension or two
@@ -76,7 +76,7 @@ struct GracefulShutdownTests {
         #expect(unit.task.currentOutcome?.kind == .cancelled)
         var seen: [String] = []
         for await event in events {
-            switch event {
+            switch event.kind {
             case .backgroundTimeExpiring: seen.append("expiring")
             case .idle: seen.append("idle")
             default: continue
@@ -90,7 +90,7 @@ struct GracefulShutdownTests {
         let shutdown = GracefulShutdown(gracePeriod: .seconds(3_600), cancellationPeriod: .seconds(30))
         let queue = BackgroundQueue(name: "sync", backgroundTaskProvider: shutdown)
         let started = Signal()
-        _ = queue.addTask(name: "stuck") {
+        _ = queue.add(.init(name: "stuck")) {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -108,7 +108,7 @@ struct GracefulShutdownTests {
         let queue = BackgroundQueue(name: "stubborn", backgroundTaskProvider: shutdown)
         let release = Signal()
         let started = Signal()
-        let unit = queue.addTask(name: "stubborn") {
+        let unit = queue.add(.init(name: "stubborn")) {
             started.signal()
             await release.wait()  // ignores cancellation
         }
@@ -127,7 +127,7 @@ struct GracefulShutdownTests {
         shutdown.requestShutdown()
         let queue = BackgroundQueue(name: "busy", backgroundTaskProvider: shutdown)
         let started = Signal()
-        _ = queue.addTask {
+        _ = queue.add {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -144,20 +144,20 @@ struct GracefulShutdownTests {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
         let jobs = BackgroundQueue(name: "jobs", maxConcurrentTasks: 1, backgroundTaskProvider: shutdown)
         let mail = BackgroundQueue(name: "mail", backgroundTaskProvider: shutdown)
-        let flaky = jobs.addTask(.init(name: "flaky", retry: .fixed(maxAttempts: 2, delay: .seconds(3600)))) {
+        let flaky = jobs.add(.init(name: "flaky", retry: .fixed(maxAttempts: 2, delay: .seconds(3600)))) {
             () async throws -> Int in throw TestError(code: 1)
         }
         await waitUntil { flaky.task.attempts == 1 && !flaky.task.isExecuting }
         let started = Recorder<String>()
         for (queue, name) in [(jobs, "running"), (mail, "send")] {
-            _ = queue.addTask(name: name) {
+            _ = queue.add(.init(name: name)) {
                 started.append(name)
                 await suspendUntilCancelled()
             }
         }
-        _ = jobs.addTask(name: "next") { 1 }
-        _ = jobs.addTask { 2 }
-        _ = jobs.addTask(.init(name: "later", notBefore: .after(.seconds(3600)))) { 3 }
+        _ = jobs.add(.init(name: "next")) { 1 }
+        _ = jobs.add { 2 }
+        _ = jobs.add(.init(name: "later", notBefore: .after(.seconds(3600)))) { 3 }
         await waitUntil { started.count == 2 }
         shutdown.requestShutdown()
         return await shutdown.drain(jobs, mail)
@@ -196,7 +196,7 @@ struct GracefulShutdownTests {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
         let (queue, provider) = makeQueue()
         let started = Signal()
-        let unit = queue.addTask(name: "elsewhere") {
+        let unit = queue.add(.init(name: "elsewhere")) {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -263,7 +263,7 @@ struct GracefulShutdownTests {
         #expect(result.files == Array(repeating: "saved", count: 3), "saved within the cancellation period")
         #expect(result.events.contains("backgroundTimeExpiring"), "events: \(result.events)")
         #expect(result.events.hasSuffix("idle"), "events: \(result.events)")
-        #expect(result.manifest == "expired(Backgroundable.ShutdownReport.Expiration.gracePeriodEnded)")
+        #expect(result.manifest == "expired(gracePeriodEnded)")
     }
 
     @Test(.timeLimit(.minutes(1)))

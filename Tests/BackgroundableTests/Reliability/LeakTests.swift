@@ -58,13 +58,13 @@ struct LeakTests {
             }
         }
         await expectReleased(expected: .finished) { queue, tracked in
-            queue.addTask { withExtendedLifetime(tracked) { 1 } }.task
+            queue.add { withExtendedLifetime(tracked) { 1 } }.task
         }
     }
 
     @Test func failedUnitsAreReleased() async {
         await expectReleased(expected: .failed) { queue, tracked in
-            queue.addTask { () throws -> Int in
+            queue.add { () throws -> Int in
                 withExtendedLifetime(tracked) {}
                 throw TestError(code: 1)
             }.task
@@ -90,13 +90,13 @@ struct LeakTests {
     @Test func droppedUnitsAreReleased() async {
         let release = Signal()
         let (queue, _) = makeQueue()
-        let holder = queue.addTask(name: "n", timeout: nil) { await release.wait() }
+        let holder = queue.add(.init(name: "n", timeout: nil)) { await release.wait() }
         weak var weakUnit: AsyncTask?
         weak var weakCaptured: Tracked?
         do {
             let tracked = Tracked()
             weakCaptured = tracked
-            let dropped = queue.add(name: "n", uniquenessPolicy: .drop) { task in
+            let dropped = queue.add(.init(name: "n", uniquenessPolicy: .drop)) { task in
                 withExtendedLifetime(tracked) { task.finish() }
             }
             weakUnit = dropped
@@ -115,13 +115,13 @@ struct LeakTests {
         do {
             let tracked = Tracked()
             weakCaptured = tracked
-            let old = queue.addTask(name: "n", timeout: nil) {
+            let old = queue.add(.init(name: "n", timeout: nil)) {
                 withExtendedLifetime(tracked) { started.signal() }
                 await suspendUntilCancelled()
             }.task
             weakUnit = old
             await started.wait()
-            queue.add(name: "n", uniquenessPolicy: .replace) { $0.finish() }
+            queue.add(.init(name: "n", uniquenessPolicy: .replace)) { $0.finish() }
             #expect(await old.outcome.kind == .replaced)
         }
         await queue.waitUntilIdle()
@@ -130,12 +130,12 @@ struct LeakTests {
 
     @Test func timedOutUnitsAndTheirTimeoutCallbacksAreReleased() async {
         await expectReleased(expected: .timedOut) { queue, tracked in
-            queue.add(timeout: .milliseconds(5), onTimeout: { _ in withExtendedLifetime(tracked) {} }) { _ in
+            queue.add(.init(timeout: .milliseconds(5), onTimeout: { _ in withExtendedLifetime(tracked) {} })) { _ in
                 withExtendedLifetime(tracked) {}
             }
         }
         await expectReleased(expected: .timedOut) { queue, tracked in
-            queue.add(timeout: .zero) { task in withExtendedLifetime(tracked) { task.finish() } }
+            queue.add(.init(timeout: .zero)) { task in withExtendedLifetime(tracked) { task.finish() } }
         }
     }
 
@@ -152,10 +152,10 @@ struct LeakTests {
             let tracked = Tracked()
             weakCaptured = tracked
             for _ in 0..<10 {
-                try? await queue.run(timeout: nil) { withExtendedLifetime(tracked) {} }
+                try? await queue.run(.init(timeout: nil)) { withExtendedLifetime(tracked) {} }
             }
             queue.suspend()
-            pending = queue.add(timeout: nil) { task in withExtendedLifetime(tracked) { task.finish() } }
+            pending = queue.add(.init(timeout: nil)) { task in withExtendedLifetime(tracked) { task.finish() } }
         }
         #expect(await released { weakQueue == nil }, "queue leaked")
         #expect(pending?.currentOutcome?.kind == .cancelled)
@@ -182,7 +182,7 @@ struct LeakTests {
                 for await _ in events {}
                 streamEnded.signal()
             }
-            let unit = queue.add(timeout: .seconds(3600)) { $0.finish() }
+            let unit = queue.add(.init(timeout: .seconds(3600))) { $0.finish() }
             #expect(await unit.outcome.kind == .finished)
             await queue.waitUntilIdle()
         }
@@ -259,7 +259,7 @@ struct LeakTests {
         let awaitersPerUnit = 25
         for round in 0..<rounds {
             let release = Signal()
-            let unit = queue.add(timeout: round % 4 == 0 ? .milliseconds(2) : nil) { task in
+            let unit = queue.add(.init(timeout: round % 4 == 0 ? .milliseconds(2) : nil)) { task in
                 Task {
                     await release.wait()
                     if round % 3 == 0 { task.cancel() } else { task.finish() }
@@ -285,7 +285,7 @@ struct LeakTests {
         let count = 300
         var units: [AsyncTask] = []
         for _ in 0..<count {
-            units.append(queue.add(timeout: nil) { task in DispatchQueue.global().async { task.finish() } })
+            units.append(queue.add(.init(timeout: nil)) { task in DispatchQueue.global().async { task.finish() } })
         }
         await withTaskGroup(of: Void.self) { group in
             for unit in units {
@@ -328,7 +328,7 @@ struct LeakTests {
         do {
             var units: [AsyncTask] = []
             for index in 0..<60 {
-                let unit = queue.add(timeout: index % 3 == 2 ? .milliseconds(2) : nil) { task in
+                let unit = queue.add(.init(timeout: index % 3 == 2 ? .milliseconds(2) : nil)) { task in
                     switch index % 3 {
                     case 0: task.finish()
                     case 1: DispatchQueue.global().async { task.cancel() }

@@ -12,18 +12,18 @@ import Testing
 struct MisuseTests {
     /// A unit that must still run normally beside the misuse.
     private func bystander(on queue: BackgroundQueue) -> AsyncTask {
-        queue.add(name: "bystander", timeout: nil) { $0.finish() }
+        queue.add(.init(name: "bystander", timeout: nil)) { $0.finish() }
     }
 
     @Test func zeroOrNegativeTimeoutTimesOutWhenTheUnitWouldStartAndTheWorkNeverRuns() async {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let ran = Recorder<Int>()
         let callbacks = Recorder<Int>()
-        let zero = queue.add(timeout: .zero, onTimeout: { _ in callbacks.append(0) }) { task in
+        let zero = queue.add(.init(timeout: .zero, onTimeout: { _ in callbacks.append(0) })) { task in
             ran.append(0)
             task.finish()
         }
-        let negative = queue.addTask(timeout: .milliseconds(-5)) { ran.append(1) }
+        let negative = queue.add(.init(timeout: .milliseconds(-5))) { ran.append(1) }
         let other = bystander(on: queue)
         #expect(await zero.outcome.kind == .timedOut)
         #expect(await negative.task.outcome.kind == .timedOut)
@@ -39,7 +39,7 @@ struct MisuseTests {
         #expect(queue.maxConcurrentTasks == 1)
         let gauge = Gauge()
         let units = (0..<20).map { _ in
-            queue.addTask(timeout: nil) {
+            queue.add(.init(timeout: nil)) {
                 gauge.enter()
                 await Task.yield()
                 gauge.leave()
@@ -54,7 +54,7 @@ struct MisuseTests {
     @Test func addingTheSameUnitTwiceIsANoOp() async {
         let (queue, _) = makeQueue()
         let ran = Recorder<Int>()
-        let unit = AsyncTask(timeout: nil) { task in
+        let unit = AsyncTask(.init(timeout: nil)) { task in
             ran.append(1)
             task.finish()
         }
@@ -72,7 +72,7 @@ struct MisuseTests {
         let (second, secondProvider) = makeQueue()
         let ran = Recorder<Int>()
         first.suspend()
-        let unit = AsyncTask(timeout: nil) { task in
+        let unit = AsyncTask(.init(timeout: nil)) { task in
             ran.append(1)
             task.finish()
         }
@@ -120,7 +120,7 @@ struct MisuseTests {
         let readded = Recorder<AsyncTask>()
         let options = AsyncTask.Options(
             name: "sync",
-            onEnd: { _ in readded.append(queue.add(name: "sync", uniquenessPolicy: policy) { $0.finish() }) })
+            onEnd: { _ in readded.append(queue.add(.init(name: "sync", uniquenessPolicy: policy)) { $0.finish() }) })
         let first = queue.add(options) { $0.finish() }
         #expect(await first.outcome.kind == .finished)
         let newcomer = readded.all[0]
@@ -154,7 +154,7 @@ struct MisuseTests {
         let started = Signal()
         let release = Signal()
         let returned = Signal()
-        let handle = queue.addTask(timeout: nil) { () async -> Int in
+        let handle = queue.add(.init(timeout: nil)) { () async -> Int in
             started.signal()
             await release.wait()
             returned.signal()
@@ -176,13 +176,14 @@ struct MisuseTests {
         let callbacks = Recorder<AsyncTask.Outcome.Kind?>()
         let called = Signal()
         let unit = queue.add(
-            timeout: .milliseconds(5),
-            onTimeout: { task in
-                task.finish()
-                task.cancel()
-                callbacks.append(task.currentOutcome?.kind)
-                called.signal()
-            }
+            .init(
+                timeout: .milliseconds(5),
+                onTimeout: { task in
+                    task.finish()
+                    task.cancel()
+                    callbacks.append(task.currentOutcome?.kind)
+                    called.signal()
+                })
         ) { _ in }
         #expect(await unit.outcome.kind == .timedOut)
         await called.wait()
@@ -195,11 +196,11 @@ struct MisuseTests {
     @Test func emptyStringIsANameLikeAnyOther() async {
         let (queue, _) = makeQueue()
         let release = Signal()
-        let holder = queue.addTask(name: "", timeout: nil) { await release.wait() }
-        let dropped = queue.add(name: "", uniquenessPolicy: .drop) { $0.finish() }
+        let holder = queue.add(.init(name: "", timeout: nil)) { await release.wait() }
+        let dropped = queue.add(.init(name: "", uniquenessPolicy: .drop)) { $0.finish() }
         #expect(dropped.currentOutcome?.kind == .dropped)
-        let unnamed = queue.add(uniquenessPolicy: .drop) { $0.finish() }
-        let replacing = queue.add(name: "", timeout: nil, uniquenessPolicy: .replace) { $0.finish() }
+        let unnamed = queue.add(.init(uniquenessPolicy: .drop)) { $0.finish() }
+        let replacing = queue.add(.init(name: "", timeout: nil, uniquenessPolicy: .replace)) { $0.finish() }
         #expect(await holder.task.outcome.kind == .replaced)
         #expect(await unnamed.outcome.kind == .finished, "nil never deduplicates")
         #expect(await replacing.outcome.kind == .finished)
@@ -214,11 +215,11 @@ struct MisuseTests {
     /// an unnamed one goes through the lock-free inbox and ends when it is absorbed.
     @Test func addingToAQueueDuringItsDeinitCancelsTheNewUnit() async {
         let ran = Recorder<Int>()
-        let lateNamed = AsyncTask(name: "late", timeout: nil) { task in
+        let lateNamed = AsyncTask(.init(name: "late", timeout: nil)) { task in
             ran.append(1)
             task.finish()
         }
-        let lateUnnamed = AsyncTask(timeout: nil) { task in
+        let lateUnnamed = AsyncTask(.init(timeout: nil)) { task in
             ran.append(2)
             task.finish()
         }
@@ -228,7 +229,7 @@ struct MisuseTests {
             let (queue, _) = makeQueue()
             let core = queue.core
             queue.suspend()
-            let unit = queue.add(timeout: nil) { $0.finish() }
+            let unit = queue.add(.init(timeout: nil)) { $0.finish() }
             unit.whenEnded { _ in
                 core.add(lateNamed)
                 namedOutcomeWhenAdded.withLock { $0 = lateNamed.currentOutcome?.kind }
@@ -251,14 +252,14 @@ struct MisuseTests {
         let rethrowing = RethrowingProvider(recording)
         let queue = BackgroundQueue(name: "expiring", backgroundTaskProvider: rethrowing)
         let started = Signal()
-        let first = queue.addTask(name: "first", timeout: nil) {
+        let first = queue.add(.init(name: "first", timeout: nil)) {
             started.signal()
             await suspendUntilCancelled()
         }
         await started.wait()
         let retried = Lock<AsyncTask?>(nil)
         rethrowing.afterExpiration = {
-            retried.withLock { $0 = queue.add(name: "retry", timeout: nil) { $0.finish() } }
+            retried.withLock { $0 = queue.add(.init(name: "retry", timeout: nil)) { $0.finish() } }
         }
         recording.expireAll()
         #expect(await first.task.outcome.kind == .cancelled)
@@ -295,7 +296,7 @@ struct MisuseTests {
         // A long timeout: detection must not depend on the machine being fast (5 s ran out
         // under the sanitizer on a loaded run); without detection the test would wait the
         // whole timeout and then fail.
-        let handle = queue.addTask(timeout: .seconds(60)) {
+        let handle = queue.add(.init(timeout: .seconds(60))) {
             await gate.wait()
             if let unit = handleBox.withLock({ $0 }) {
                 let outcome = await unit.outcome
@@ -357,7 +358,7 @@ struct MisuseTests {
         let (queue, _) = makeQueue()
         let runs = Recorder<Int>()
         for attempts in [0, -2] {
-            let handle = queue.addTask(.init(retry: .fixed(maxAttempts: attempts, delay: .seconds(-1)))) {
+            let handle = queue.add(.init(retry: .fixed(maxAttempts: attempts, delay: .seconds(-1)))) {
                 runs.append(1)
                 throw TestError(code: attempts)
             }
@@ -373,13 +374,13 @@ struct MisuseTests {
         let clock = TestClock()
         let (queue, _) = makeQueue(clock: clock)
         let (entered, release) = (Signal(), Signal())
-        let stubborn = queue.addTask(.init(name: "sync", uniquenessPolicy: .replace)) {
+        let stubborn = queue.add(.init(name: "sync", uniquenessPolicy: .replace)) {
             entered.signal()
             await release.wait()  // Never looks at its cancellation.
         }
         await entered.wait()
         let ran = Recorder<String>()
-        let replacement = queue.addTask(.init(name: "sync", timeout: .seconds(5), uniquenessPolicy: .replace)) {
+        let replacement = queue.add(.init(name: "sync", timeout: .seconds(5), uniquenessPolicy: .replace)) {
             ran.append("replacement")
         }
         #expect(stubborn.task.currentOutcome?.kind == .replaced)
@@ -449,7 +450,7 @@ struct MisuseTests {
     @Test func unitTimeoutsAndStartTimesTooLongSaturate() async {
         let clock = TestClock()
         let (queue, _) = makeQueue(clock: clock)
-        let timed = queue.add(timeout: .seconds(Int64.max)) { $0.finish() }
+        let timed = queue.add(.init(timeout: .seconds(Int64.max))) { $0.finish() }
         #expect(timed.timeout == Self.longest)
         #expect(await timed.outcome.kind == .finished)
         let later = queue.add(.init(notBefore: .after(.seconds(Int64.max)))) { $0.finish() }
@@ -483,8 +484,7 @@ struct MisuseTests {
     /// until the unit is cancelled.
     @Test func aRetryDelayTooLongForAUnitNoQueueHoldsLastsUntilItIsCancelled() async {
         let attempts = Recorder<Int>()
-        let handle = AsyncTask.operation(.init(timeout: nil, retry: .fixed(maxAttempts: 2, delay: .seconds(Int64.max))))
-        {
+        let handle = AsyncTaskHandle(.init(timeout: nil, retry: .fixed(maxAttempts: 2, delay: .seconds(Int64.max)))) {
             () async throws -> Int in
             attempts.append(1)
             throw TestError(code: 1)
@@ -505,7 +505,7 @@ struct MisuseTests {
         #expect(huge.gracePeriod == Self.longest && huge.cancellationPeriod == Self.longest)
         let queue = BackgroundQueue(name: "huge", backgroundTaskProvider: huge)
         let started = Signal()
-        let unit = queue.addTask(name: "export", timeout: nil) {
+        let unit = queue.add(.init(name: "export", timeout: nil)) {
             started.signal()
             await suspendUntilCancelled()
         }
@@ -522,7 +522,7 @@ struct MisuseTests {
         #expect(negative.gracePeriod == .zero && negative.cancellationPeriod == .zero)
         let other = BackgroundQueue(name: "negative", backgroundTaskProvider: negative)
         let otherStarted = Signal()
-        let otherUnit = other.addTask(name: "export", timeout: nil) {
+        let otherUnit = other.add(.init(name: "export", timeout: nil)) {
             otherStarted.signal()
             await suspendUntilCancelled()
         }

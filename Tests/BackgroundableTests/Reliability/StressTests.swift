@@ -183,8 +183,8 @@ private final class QueueUnderTest: Sendable {
             var sawMarker = false
             for await event in events {
                 all.append(event)
-                if case .ended(let unit, _) = event, unit.name == Self.markerName { sawMarker = true }
-                if sawMarker, case .idle = event { break }
+                if event.kind == .ended, event.unit?.name == Self.markerName { sawMarker = true }
+                if sawMarker, event.kind == .idle { break }
             }
             return all
         }
@@ -193,7 +193,7 @@ private final class QueueUnderTest: Sendable {
     /// Adds a marker unit after everything ended, then returns every event up to the
     /// idle that follows it.
     func events() async -> [BackgroundQueue.Event] {
-        queue.add(name: Self.markerName, timeout: nil) { $0.finish() }
+        queue.add(.init(name: Self.markerName, timeout: nil)) { $0.finish() }
         let events = await collected.value
         await queue.waitUntilIdle()
         return events
@@ -533,19 +533,19 @@ private struct Driver {
             }
         case 42..<60:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     return probe.id
                 }.task
         case 60..<68:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     throw TestError(code: probe.id)
                 }.task
         case 68..<78:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     await Task.yield()
                     return probe.id
@@ -566,7 +566,7 @@ private struct Driver {
             }
         default:
             unit =
-                AsyncTask.operation(options) {
+                AsyncTaskHandle(options) {
                     probe.bodyRan(counter)
                     await suspendUntilCancelled()
                 }.task
@@ -684,8 +684,8 @@ private struct Check {
         // Busy / idle: the events, the delegate and the assertions alternate and balance.
         var busyIdle: [Bool] = []
         for event in events {
-            if case .busy = event { busyIdle.append(true) }
-            if case .idle = event { busyIdle.append(false) }
+            if event.kind == .busy { busyIdle.append(true) }
+            if event.kind == .idle { busyIdle.append(false) }
         }
         failures += alternation(busyIdle, label: "\(label) events")
         let delegateCalls = tested.delegate.calls.all
@@ -712,12 +712,13 @@ private struct Check {
         var maximum = 0
         let probeOfUnit = probeOfUnit
         for (position, event) in events.enumerated() {
-            switch event {
-            case .enqueued(let unit):
+            guard let unit = event.unit else { continue }  // busy, idle, background time expiring
+            switch event.kind {
+            case .enqueued:
                 if !enqueued.insert(ObjectIdentifier(unit)).inserted {
                     failures.append("\(label): \(unit) enqueued twice")
                 }
-            case .started(let unit):
+            case .started:
                 let key = ObjectIdentifier(unit)
                 if started[key] != nil, betweenAttempts.remove(key) == nil {
                     failures.append("\(label): \(unit) started twice")
@@ -726,24 +727,25 @@ private struct Check {
                 if started[key] == nil { started[key] = position }
                 executing += 1
                 maximum = max(maximum, executing)
-            case .ended(let unit, _):
+            case .ended:
                 let key = ObjectIdentifier(unit)
                 if ended[key] != nil { failures.append("\(label): \(unit) ended twice") }
                 ended[key] = position
                 if started[key] != nil, betweenAttempts.remove(key) == nil { executing -= 1 }
-            case .retrying(let unit, _, _, _):
+            case .retrying:
                 let key = ObjectIdentifier(unit)
                 if started[key] == nil || !betweenAttempts.insert(key).inserted {
                     failures.append("\(label): \(unit) retried while not executing")
                 }
                 executing -= 1
-            case .joined(let unit, let primary):
+            case .joined:
                 // Never added: its work never runs, and unless it was cancelled itself it
                 // ends with the outcome of the unit it joined.
                 if enqueued.contains(ObjectIdentifier(unit)) {
                     failures.append("\(label): \(unit) joined after its add")
                 }
-                if let joiner = probeOfUnit[ObjectIdentifier(unit)], let shared = probeOfUnit[ObjectIdentifier(primary)]
+                if let joiner = probeOfUnit[ObjectIdentifier(unit)],
+                    let shared = probeOfUnit[ObjectIdentifier(event.primary!)]
                 {
                     let (joinerState, sharedState) = (snapshots[joiner.id]!, snapshots[shared.id]!)
                     if joinerState.bodyRuns != 0 { failures.append("\(label): joined unit \(joiner.id) ran") }
@@ -753,11 +755,11 @@ private struct Check {
                         )
                     }
                 }
-            case .escalated(let unit, _):
+            case .escalated:
                 // An awaiter of higher priority moved it ahead: not in FIFO order any more.
                 escalated.insert(ObjectIdentifier(unit))
-            case .busy, .idle, .backgroundTimeExpiring:
-                break
+            default:
+                failures.append("\(label): an event of a kind this check does not know: \(event)")
             }
         }
         for key in enqueued where ended[key] == nil { failures.append("\(label): a unit was enqueued and never ended") }
@@ -784,7 +786,7 @@ private struct Check {
         var seen: Set<ObjectIdentifier> = []
         for event in events {
             // A unit's first start (a retried unit starts again after each failed attempt).
-            guard case .started(let unit) = event, seen.insert(ObjectIdentifier(unit)).inserted,
+            guard event.kind == .started, let unit = event.unit, seen.insert(ObjectIdentifier(unit)).inserted,
                 let probe = probeOfUnit[ObjectIdentifier(unit)]
             else { continue }
             if let order = probe.order, !escalated.contains(ObjectIdentifier(unit)) {

@@ -63,8 +63,8 @@ public func startWork(
         guard units > 0 else { return lines }
         for await event in events {
             lines.append("\(event)")
-            if case .ended = event { ended += 1 }
-            if case .idle = event, ended == units { break }
+            if event.kind == .ended { ended += 1 }
+            if event.kind == .idle, ended == units { break }
         }
         return lines
     }
@@ -75,7 +75,7 @@ public func startWork(
     for index in 0..<units {
         let path = "\(arguments.directory)/unit-\(index)"
         let milliseconds = arguments.unitMilliseconds
-        queue.addTask(name: "unit-\(index)") {
+        queue.add(.init(name: "unit-\(index)")) {
             writeFile(path, "partial")
             if started.value.add(1, ordering: .acquiringAndReleasing).newValue == units { allStarted() }
             do {

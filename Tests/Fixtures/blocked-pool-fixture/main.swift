@@ -29,7 +29,7 @@ let release = DispatchSemaphore(value: 0)
 
 let blocking = priorities.flatMap { priority in
     (0..<width).map { _ in
-        blockingQueue.add(timeout: .milliseconds(200), priority: priority) { task in
+        blockingQueue.add(.init(timeout: .milliseconds(200), priority: priority)) { task in
             started.signal()
             _ = release.wait(timeout: .now() + 30)
             task.finish()
@@ -40,7 +40,7 @@ let blocked = blocking.filter { _ in started.wait(timeout: .now() + 10) == .succ
 print("blocked \(blocked) of \(blocking.count) threads")
 var succeeded = blocked == blocking.count
 if succeeded {
-    let other = otherQueue.add(timeout: .milliseconds(50)) { _ in }  // Never finishes.
+    let other = otherQueue.add(.init(timeout: .milliseconds(50))) { _ in }  // Never finishes.
     let otherOutcome = outcome(of: other, within: 5)
     print("other queue: \(otherOutcome.map { "\($0.kind)" } ?? "no outcome")")
     let outcomes = blocking.map { outcome(of: $0, within: 5) }

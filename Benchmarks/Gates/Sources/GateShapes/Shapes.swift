@@ -25,29 +25,27 @@ public protocol Meter: Sendable {
 public let allShapes: [Shape] = [
     // MARK: The caller's add alone, into a suspended queue.
     Shape(id: "add.BackgroundQueue.sync", summary: "add from a thread, queue suspended") { units, meter in
-        suspendedAdds(units: units, meter: meter) { queue, _ in queue.add(timeout: nil, noop) }
+        suspendedAdds(units: units, meter: meter) { queue, _ in queue.add(noTimeout, noop) }
     },
     Shape(id: "add.BackgroundQueue.async", summary: "add from a task, queue suspended") { units, meter in
         let queue = BackgroundQueue(name: "gates")
         queue.suspend()
         blockingWait {
             meter.start()
-            for _ in 0..<units { queue.add(timeout: nil, noop) }
+            for _ in 0..<units { queue.add(noTimeout, noop) }
             meter.stop()
         }
         cancelAndDrain(queue)
     },
     Shape(id: "add.BackgroundQueue.named", summary: "add with a distinct name, .drop (dedup by name)") {
         units, meter in
-        let names = (0..<units).map { "unit-\($0)" }
-        suspendedAdds(units: units, meter: meter) { queue, index in
-            queue.add(name: names[index], timeout: nil, uniquenessPolicy: .drop, noop)
-        }
+        let named = distinctNames(units)
+        suspendedAdds(units: units, meter: meter) { queue, index in queue.add(named[index], noop) }
     },
 
     // MARK: End to end: from the first add until the queue is idle.
     Shape(id: "e2e.BackgroundQueue.sync", summary: "unbounded, added from a thread") { units, meter in
-        endToEnd(units: units, meter: meter) { queue, _, work in queue.add(timeout: nil, work) }
+        endToEnd(units: units, meter: meter) { queue, _, work in queue.add(noTimeout, work) }
     },
     Shape(id: "e2e.BackgroundQueue.async", summary: "unbounded, added from a task") { units, meter in
         let queue = BackgroundQueue(name: "gates")
@@ -55,7 +53,7 @@ public let allShapes: [Shape] = [
         meter.start()
         blockingWait {
             for _ in 0..<units {
-                queue.add(timeout: nil) { unit in
+                queue.add(noTimeout) { unit in
                     unit.finish()
                     done.arrive()
                 }
@@ -69,13 +67,11 @@ public let allShapes: [Shape] = [
         endToEnd(units: units, meter: meter) { queue, _, work in queue.add(work) }
     },
     Shape(id: "e2e.BackgroundQueue.limit1", summary: "maxConcurrentTasks 1") { units, meter in
-        endToEnd(units: units, meter: meter, limit: 1) { queue, _, work in queue.add(timeout: nil, work) }
+        endToEnd(units: units, meter: meter, limit: 1) { queue, _, work in queue.add(noTimeout, work) }
     },
     Shape(id: "e2e.BackgroundQueue.named", summary: "a distinct name per unit, .drop") { units, meter in
-        let names = (0..<units).map { "unit-\($0)" }
-        return endToEnd(units: units, meter: meter) { queue, index, work in
-            queue.add(name: names[index], timeout: nil, uniquenessPolicy: .drop, work)
-        }
+        let named = distinctNames(units)
+        return endToEnd(units: units, meter: meter) { queue, index, work in queue.add(named[index], work) }
     },
     Shape(id: "e2e.BackgroundQueue.join", summary: "joining one live unit of the same name") { units, meter in
         let queue = BackgroundQueue(name: "gates")
@@ -97,7 +93,7 @@ public let allShapes: [Shape] = [
         let past = AsyncTask.Options(timeout: nil, notBefore: .at(.now - .seconds(1)))
         return endToEnd(units: units, meter: meter) { queue, _, work in queue.add(past, work) }
     },
-    Shape(id: "e2e.BackgroundQueue.asyncBody", summary: "async bodies (addTask)") { units, meter in
+    Shape(id: "e2e.BackgroundQueue.asyncBody", summary: "async bodies") { units, meter in
         asyncBodies(units: units, meter: meter, options: .init())
     },
     Shape(id: "e2e.BackgroundQueue.asyncBody.retry", summary: "async bodies, a retry policy never used") {
@@ -110,7 +106,7 @@ public let allShapes: [Shape] = [
         let retry = AsyncTask.Options(retry: .fixed(maxAttempts: 2, delay: .zero))
         let queue = BackgroundQueue(name: "gates")
         meter.start()
-        for attempt in attempts { queue.addTask(retry) { try attempt.run() } }
+        for attempt in attempts { queue.add(retry) { try attempt.run() } }
         drain(queue)
         meter.stop()
     },
@@ -120,7 +116,7 @@ public let allShapes: [Shape] = [
         let done = Countdown(units)
         meter.start()
         for _ in 0..<units {
-            queue.addTask {
+            queue.add {
                 if let unit = AsyncTask.current {
                     for step in 1...10 { unit.reportProgress(completed: step, of: 10) }
                 }
@@ -203,6 +199,13 @@ public let allShapes: [Shape] = [
 ]
 
 private let noop: @Sendable (AsyncTask) -> Void = { $0.finish() }
+/// The options of most shapes' units, made once as an app keeps its `Options`.
+private let noTimeout = AsyncTask.Options(timeout: nil)
+
+/// `units` options with distinct names and `.drop`, made before the measurement.
+private func distinctNames(_ units: Int) -> [AsyncTask.Options] {
+    (0..<units).map { AsyncTask.Options(name: "unit-\($0)", timeout: nil, uniquenessPolicy: .drop) }
+}
 
 /// Adds `units` units to a suspended queue, measuring the adds only; then cancels them.
 private func suspendedAdds(units: Int, meter: any Meter, add: (BackgroundQueue, Int) -> Void) {
@@ -238,7 +241,7 @@ private func asyncBodies(units: Int, meter: any Meter, options: AsyncTask.Option
     let queue = BackgroundQueue(name: "gates")
     let done = Countdown(units)
     meter.start()
-    for _ in 0..<units { queue.addTask(options) { done.arrive() } }
+    for _ in 0..<units { queue.add(options) { done.arrive() } }
     done.wait()
     drain(queue)
     meter.stop()

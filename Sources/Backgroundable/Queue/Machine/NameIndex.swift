@@ -61,7 +61,7 @@ struct NameIndex {
 
     func decide(_ name: String, _ policy: UniquenessPolicy) -> Decision {
         guard let number = groupsByName[name] else { return .admit }
-        switch policy {
+        switch policy.kind {
         case .ignore: return .admit
         case .drop: return .drop
         case .join: return .join(primary: groups[Int(number)].last)
