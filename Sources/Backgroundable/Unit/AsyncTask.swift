@@ -208,14 +208,14 @@ public final class AsyncTask: Sendable {
         uniquenessPolicy: UniquenessPolicy,
         extras: Extras?,
         work: consuming sending Work,
-        claimedBy queue: borrowing QueueCore? = nil
+        claimedBy queue: QueueCore? = nil
     ) {
         self.name = name
         self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.extras = extras
-        self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
+        self.state = Lock(UnitState(work: work, claimedBy: queue))
     }
 
     /// A unit released before it ended was never added to a queue (nor started by a front
@@ -226,7 +226,7 @@ public final class AsyncTask: Sendable {
     }
 
     /// A unit with `options`; its timeout is its style's default unless they set one.
-    convenience init(_ options: Options, work: consuming sending Work, claimedBy queue: borrowing QueueCore? = nil) {
+    convenience init(_ options: Options, work: consuming sending Work, claimedBy queue: QueueCore? = nil) {
         let styleTimeout = work.defaultTimeout
         self.init(options, styleTimeout: styleTimeout, work: work, claimedBy: queue)
     }
@@ -234,7 +234,7 @@ public final class AsyncTask: Sendable {
     /// A unit with `options`, whose style's timeout is `styleTimeout`.
     init(
         _ options: borrowing Options, styleTimeout: Duration?, work: consuming sending Work,
-        claimedBy queue: borrowing QueueCore? = nil
+        claimedBy queue: QueueCore? = nil
     ) {
         self.name = options.name
         self.timeoutNanoseconds =
@@ -243,7 +243,7 @@ public final class AsyncTask: Sendable {
         self.priorityRawValue = options.priorityRawValue
         self.uniquenessPolicy = options.uniquenessPolicy
         self.extras = options.extras
-        self.state = Lock(UnitState(work: work, claimedBy: queue.map { .passUnretained($0) }))
+        self.state = Lock(UnitState(work: work, claimedBy: queue))
     }
 
     /// Creates a callback-style unit, the 1.x `AsyncOperation` shape: `work` receives

@@ -118,7 +118,7 @@ struct UnitState {
 
     /// A new unit; already claimed by `queue` when the queue creates it itself (no one
     /// else can have seen it: the claim needs no lock).
-    init(work: consuming sending AsyncTask.Work, claimedBy queue: Unmanaged<QueueCore>? = nil) {
+    init(work: consuming sending AsyncTask.Work, claimedBy queue: QueueCore? = nil) {
         if let queue, !work.isExternal {
             self.phase = .enqueued(work)
             self.owner = Owner(claimedBy: queue)
@@ -187,7 +187,7 @@ struct UnitState {
         guard case .created(let work) = phase else { return false }
         if case .external = work { return false }
         phase = .enqueued(work)
-        owner = Owner(claimedBy: .passUnretained(queue))
+        owner = Owner(claimedBy: queue)
         return true
     }
 
@@ -601,53 +601,22 @@ struct UnitState {
 }
 
 /// The queue holding a unit, and the unit's handle in it: ``unadmitted`` until the queue
-/// has admitted the unit (it may still wait in the queue's inbox). Not an optional: the
-/// unit's state stays 8 bytes smaller, as `memory.BackgroundQueue.pendingUnit` needs.
-///
-/// The queue is retained only when it admits the unit, by the thread that admits it.
-/// Kept because it pays: the thread adding a unit (a push onto the inbox) then writes no
-/// reference count that the pool's threads write too. (Built with
-/// `-DBACKGROUNDABLE_PLAIN_OWNER`, the claim retains the queue at once, for the
-/// benchmark to compare: `Benchmarks/compare-fast-paths.sh`.) Until then the
-/// reference is unretained, and it is valid while the unit's lock is held, because the
-/// queue is alive from the claim to the admission's attach: the adder holds it while it
-/// claims and pushes; while the unit waits in the inbox, the drainer, which holds the
-/// queue strongly, is scheduled (the inbox's drainer flag); and whoever admits the unit
-/// attaches it, under the unit's lock, before it leaves the queue's code. So ``queue``
-/// is read under the unit's lock only.
+/// has admitted the unit (it may still wait in the queue's inbox). The unit holds its
+/// queue from the claim until it ends. (An unretained reference until the admission
+/// was measured against this plain one, `Benchmarks/compare-fast-paths.sh`: no
+/// difference beyond the noise, so the plain one stays.)
 struct Owner {
-    private enum Reference {
-        case unretained(Unmanaged<QueueCore>)
-        case retained(QueueCore)
-    }
+    let queue: QueueCore
+    private(set) var handle = QueueCore.Machine.Handle.unadmitted
 
-    private var reference: Reference
-    private(set) var handle: QueueCore.Machine.Handle
-
-    /// Claimed by `queue`, which the caller holds: not retained yet.
-    init(claimedBy queue: Unmanaged<QueueCore>) {
-        #if BACKGROUNDABLE_PLAIN_OWNER
-            reference = .retained(queue.takeUnretainedValue())
-        #else
-            reference = .unretained(queue)
-        #endif
-        handle = .unadmitted
+    init(claimedBy queue: QueueCore) {
+        self.queue = queue
     }
 
     var isAdmitted: Bool { handle != .unadmitted }
 
-    /// A strong reference to the queue. Under the unit's lock only (see ``Owner``).
-    var queue: QueueCore {
-        switch reference {
-        case .unretained(let queue): queue.takeUnretainedValue()
-        case .retained(let queue): queue
-        }
-    }
-
-    /// The queue admitted the unit as `handle`; under the unit's lock, by the thread
-    /// that admitted it: from now on the unit holds the queue.
+    /// The queue admitted the unit as `handle`; under the unit's lock.
     mutating func admit(as handle: QueueCore.Machine.Handle) {
-        reference = .retained(queue)
         self.handle = handle
     }
 }
