@@ -279,6 +279,9 @@ public final class AsyncTask: Sendable {
     private static let defaultTimeoutNanoseconds = convert(defaultTimeout)
 
     private static func convert(_ duration: Duration) -> Int64 {
+        // `components` traps when the seconds do not fit an `Int64`: clamp first.
+        if duration >= .nanoseconds(Int64.max) { return .max }
+        if duration <= .nanoseconds(Int64.min + 1) { return .min + 1 }
         let (seconds, attoseconds) = duration.components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return seconds < 0 ? .min + 1 : .max }

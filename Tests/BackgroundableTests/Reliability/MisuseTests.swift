@@ -452,6 +452,10 @@ struct MisuseTests {
         let (queue, _) = makeQueue(clock: clock)
         let timed = queue.add(.init(timeout: .seconds(Int64.max))) { $0.finish() }
         #expect(timed.timeout == Self.longest)
+        // Beyond what an `Int64` of seconds holds (`Duration.components` would trap).
+        let beyond = queue.add(.init(timeout: .seconds(Int64.max) * 4)) { $0.finish() }
+        #expect(beyond.timeout == Self.longest)
+        #expect(await beyond.outcome.kind == .finished)
         #expect(await timed.outcome.kind == .finished)
         let later = queue.add(.init(notBefore: .after(.seconds(Int64.max)))) { $0.finish() }
         let atAnInstant = queue.add(.init(notBefore: .at(.now + .seconds(Int64.max)))) { $0.finish() }

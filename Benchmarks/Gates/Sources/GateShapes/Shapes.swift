@@ -24,8 +24,9 @@ public protocol Meter: Sendable {
 /// other thread are the same on every run.
 public let allShapes: [Shape] = [
     // MARK: The caller's add alone, into a suspended queue.
-    Shape(id: "add.BackgroundQueue.sync", summary: "add from a thread, queue suspended") { units, meter in
-        suspendedAdds(units: units, meter: meter) { queue, _ in queue.add(noTimeout, noop) }
+    Shape(id: "add.BackgroundQueue.sync", summary: "add from a thread, options written at the call, queue suspended") {
+        units, meter in
+        suspendedAdds(units: units, meter: meter) { queue, _ in queue.add(.init(timeout: nil), noop) }
     },
     Shape(id: "add.BackgroundQueue.async", summary: "add from a task, queue suspended") { units, meter in
         let queue = BackgroundQueue(name: "gates")
