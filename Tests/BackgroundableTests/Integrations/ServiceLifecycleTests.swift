@@ -162,7 +162,7 @@
                                 source.released.append(job)
                             }
                         })
-                    jobs.addTask(options) { [perform] in try await perform(job) }
+                    jobs.add(options) { [perform] in try await perform(job) }
                 }
             }
         }
