@@ -1,0 +1,37 @@
+/// The bodies of replaced members that may still run, by name: a member added later
+/// with that name and a policy other than ``UniquenessPolicy/ignore`` waits for them,
+/// whether or not it replaces anything — the newcomer that replaced them may itself have
+/// ended before it ran — so bodies of one deduplicated name never overlap. A unit waits
+/// on their ``ReplacementGate``s, an operation of the bridge depends on the replaced
+/// ``AsyncOperation``s. Under the queue's lock; bodies that returned are dropped as they
+/// are met, and all of them whenever the table has doubled since it was last swept.
+struct LingeringBodies {
+    private var bodies: [String: [any LingeringBody]] = [:]
+    private var sweepAt = 8
+
+    var isEmpty: Bool { bodies.isEmpty }
+
+    mutating func add(_ body: any LingeringBody, named name: String) {
+        bodies[name, default: []].append(body)
+        guard bodies.count >= sweepAt else { return }
+        bodies = bodies.compactMapValues { bodies in
+            let running = bodies.filter { !$0.hasReturned }
+            return running.isEmpty ? nil : running
+        }
+        sweepAt = max(8, 2 * bodies.count)
+    }
+
+    /// The bodies of `name` that may still run.
+    mutating func running(named name: String) -> [any LingeringBody] {
+        guard let all = bodies[name] else { return [] }
+        let running = all.filter { !$0.hasReturned }
+        bodies[name] = running.isEmpty ? nil : running
+        return running
+    }
+}
+
+/// A replaced body that may still run (see ``LingeringBodies``).
+protocol LingeringBody: AnyObject, Sendable {
+    /// `true` once it returned, or when it can no longer run. Takes its own lock only.
+    var hasReturned: Bool { get }
+}
