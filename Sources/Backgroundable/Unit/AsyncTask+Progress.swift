@@ -45,9 +45,9 @@ extension AsyncTask {
     }
 
     /// A fraction within 0...1 as ``progressBits`` holds it, rounded by adding a half
-    /// (`rounded()` is a libm call: ≈ 25 % of a report). Inlinable with the two report
-    /// methods, so that a caller's loop of reports keeps its arithmetic in the loop
-    /// (≈ 2× fewer cycles per report on `e2e.BackgroundQueue.asyncBody.progress100`).
+    /// (`rounded()` is a libm call). Inlinable with the two report methods, so that a
+    /// caller's loop of reports keeps its arithmetic in the loop
+    /// (`e2e.BackgroundQueue.asyncBody.progress100` measures it).
     @inlinable static func progressBits(_ fraction: Double) -> UInt32 {
         UInt32(fraction * progressScale + 0.5) + 1
     }

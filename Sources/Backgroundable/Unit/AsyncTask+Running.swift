@@ -119,7 +119,7 @@ extension AsyncTask {
 extension AsyncTask {
     /// Runs an async body until it returns, or throws with no retry left. A function of
     /// its own: its locals would otherwise enlarge the frame of every unit's `Task`,
-    /// callback-style ones included (≈ 15 % on `enqueue.BackgroundQueue.sync`).
+    /// callback-style ones included.
     private func runAttempts(of body: @isolated(any) () async throws -> any Sendable) async {
         while true {
             do {

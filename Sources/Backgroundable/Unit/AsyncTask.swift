@@ -92,8 +92,8 @@ public final class AsyncTask: Sendable {
         hasTimeout ? .nanoseconds(timeoutNanoseconds) : nil
     }
     /// ``timeout`` in 8 bytes instead of 24, and plain integers for the queue's
-    /// deadline arithmetic; `Int64.min` for none. (A pending unit costs 240 bytes in
-    /// `memory.BackgroundQueue.pendingUnit`; 16 more would break its 256-byte target.)
+    /// deadline arithmetic; `Int64.min` for none (`memory.BackgroundQueue.pendingUnit`
+    /// measures what a pending unit costs).
     let timeoutNanoseconds: Int64
     var hasTimeout: Bool { timeoutNanoseconds != .min }
 
