@@ -164,6 +164,30 @@ extension AsyncTask {
             self.chosenTimeout = .some(timeout)
         }
 
+        // The forms most call sites write, without the settings whose default is made
+        // at the call through runtime calls (`TaskPriority?` and `StartTime?` wrap
+        // standard-library types with no fixed layout; the lane is an existential): Swift
+        // picks the overload that leaves the fewest arguments to their defaults, so these
+        // serve `.init(timeout:)`, `.init(name:uniquenessPolicy:)` and the like, and mean
+        // the same as the initializers above.
+
+        /// ``init(name:priority:uniquenessPolicy:notBefore:lane:retry:onTimeout:onEnd:)``
+        /// with only a name and a policy.
+        @_documentation(visibility: internal)
+        public init(name: String?, uniquenessPolicy: UniquenessPolicy = .ignore) {
+            self.name = name
+            self.uniquenessPolicy = uniquenessPolicy
+        }
+
+        /// ``init(name:timeout:priority:uniquenessPolicy:notBefore:lane:retry:onTimeout:onEnd:)``
+        /// with only a name, a timeout and a policy.
+        @_documentation(visibility: internal)
+        public init(name: String? = nil, timeout: Duration?, uniquenessPolicy: UniquenessPolicy = .ignore) {
+            self.name = name
+            self.uniquenessPolicy = uniquenessPolicy
+            self.chosenTimeout = .some(timeout)
+        }
+
         /// How long the unit may execute, counted from its start; `nil` for no timeout.
         /// Reads `nil` too while unset (``usesStyleTimeout``); setting it, even to `nil`,
         /// overrides the style's default.
