@@ -154,3 +154,36 @@ public struct RetryPolicy: Sendable {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
+
+// A durable job's record keeps its backoff (DurableJobRecord).
+extension RetryPolicy.Backoff: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case fixed, initialDelay, multiplier, maximumDelay, jitter
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let delay = try container.decodeIfPresent(Duration.self, forKey: .fixed) {
+            self = .fixed(delay)
+        } else {
+            self = .exponential(
+                initialDelay: try container.decode(Duration.self, forKey: .initialDelay),
+                multiplier: try container.decode(Double.self, forKey: .multiplier),
+                maximumDelay: try container.decode(Duration.self, forKey: .maximumDelay),
+                jitter: try container.decode(Double.self, forKey: .jitter))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch shape {
+        case .fixed(let delay):
+            try container.encode(delay, forKey: .fixed)
+        case .exponential(let initialDelay, let multiplier, let maximumDelay, let jitter):
+            try container.encode(initialDelay, forKey: .initialDelay)
+            try container.encode(multiplier, forKey: .multiplier)
+            try container.encode(maximumDelay, forKey: .maximumDelay)
+            try container.encode(jitter, forKey: .jitter)
+        }
+    }
+}
