@@ -96,7 +96,7 @@
                 try await body(database)
                 try await clients[0].query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \"\(table)\""))
             } catch {
-                try? await clients[0].query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \"\(table)\""))
+                _ = try? await clients[0].query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \"\(table)\""))
                 group.cancelAll()
                 throw error
             }
