@@ -1,5 +1,5 @@
-public import Foundation
 import Dispatch
+public import Foundation
 import Synchronization
 
 #if canImport(Glibc)
