@@ -190,11 +190,14 @@ public final class FileJobStore: DurableJobStore {
         }
     }
 
-    /// Runs `work` on the store's queue and returns its result.
+    /// Runs `work` on the store's queue and returns its result. The queue lets go of
+    /// `work` — and of the store it captures — before the caller resumes, so a store the
+    /// caller then drops is closed at once, and its directory can be opened again.
     private func perform<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
+        let box = WorkBox(work)
+        return try await withCheckedThrowingContinuation { continuation in
             // Resumed once: the block runs once and resumes on every path.
-            io.async { continuation.resume(with: Swift.Result { try work() }) }
+            io.async { continuation.resume(with: box.run()) }
         }
     }
 
@@ -209,6 +212,17 @@ public final class FileJobStore: DurableJobStore {
             directory: jobsDescriptor, sync: sync)
     }
 
+    /// `@unchecked Sendable`: `work` is set at init and taken once, by the one block
+    /// that runs it.
+    private final class WorkBox<Result: Sendable>: @unchecked Sendable {
+        private var work: (@Sendable () throws -> Result)?
+        init(_ work: @escaping @Sendable () throws -> Result) { self.work = work }
+        func run() -> Swift.Result<Result, any Error> {
+            let work = self.work.take()!
+            return Swift.Result { try work() }
+        }
+    }
+
     private struct Opened: @unchecked Sendable {  // handed from the queue's block to init, once
         var lock: Int32
         var jobs: Int32
@@ -220,6 +234,8 @@ public final class FileJobStore: DurableJobStore {
         let jobsPath = root + "/jobs"
         let quarantinePath = root + "/quarantine"
         try FileSystem.createDirectory(root)
+        // A store must write; say so now rather than at the first add.
+        if access(root, W_OK) != 0 { throw FileSystem.error("access (for writing)", root) }
         let lock = try FileSystem.lock(root + "/lock")
         do {
             try FileSystem.createDirectory(jobsPath)

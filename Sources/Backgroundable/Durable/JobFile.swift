@@ -96,7 +96,9 @@ enum FileSystem {
     /// descriptor is closed; throws ``DurableStoreError/Code/directoryInUse`` when another
     /// open descriptor holds it.
     static func lock(_ path: String) throws -> Int32 {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        // Read-only: an open file written to would keep its file system from being
+        // remounted read-only.
+        let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw error("open", path) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno

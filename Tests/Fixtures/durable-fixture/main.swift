@@ -5,7 +5,8 @@
 //   ready                                   the store is open
 //   acked <id> <name|-> <dropped 0|1>       an add returned
 //   start <id> <attempt>                    a handler started
-//   completed <id>                          the store removed a job that ended
+//   completing <id>                         a job ended; the store is asked to remove it
+//   completed <id>                          the store removed it
 //
 //   durable-fixture <directory> <seed> <jobs>
 import Backgroundable
@@ -41,6 +42,7 @@ struct LoggingStore: DurableJobStore {
     func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
     func renew(_ ids: [DurableJobID], lease: Duration) async throws { try await base.renew(ids, lease: lease) }
     func complete(_ id: DurableJobID) async throws {
+        say("completing \(id)")
         try await base.complete(id)
         say("completed \(id)")
     }
