@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// Jobs that outlive the process: each is stored before ``add(_:_:options:)`` returns,
@@ -185,6 +185,13 @@ public final class DurableQueue: Sendable {
     /// the store. Cancellation works as for ``run()``.
     public func runUntilIdle() async {
         await loop(untilIdle: true)
+    }
+
+    /// When the next job of a registered kind that nobody holds falls due: now, if one
+    /// is due; `nil` if the store has none. Suspends while the store is read.
+    public func nextDueDate() async throws -> Date? {
+        let kinds = state.withLock { $0.kinds }
+        return kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
     }
 
     // MARK: - The loop
