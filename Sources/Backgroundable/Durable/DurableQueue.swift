@@ -7,7 +7,7 @@ import Synchronization
 /// process dies first.
 ///
 /// ```swift
-/// let store = try await FileJobStore(directory: .applicationSupportDirectory.appending(path: "Jobs"))
+/// let store = try await FileJobStore(directory: folder)
 /// let jobs = DurableQueue(store: store, queue: BackgroundQueue(name: "uploads", maxConcurrentTasks: 2))
 /// jobs.register(.upload) { upload, job in
 ///     try await api.upload(upload.path, idempotencyKey: job.id.description)
@@ -67,6 +67,9 @@ public final class DurableQueue: Sendable {
     /// A durable queue over `store`, running its jobs on `queue`.
     ///
     /// - Parameters:
+    ///   - store: Where the jobs are kept.
+    ///   - queue: The queue the jobs run on, as units; its settings (concurrency, background
+    ///     time, metrics) apply to them.
     ///   - maxRunningJobs: how many jobs this process holds at once (running, or waiting
     ///     in `queue` for a slot); at least 1.
     ///   - lease: how long a claim holds a job before another claimer may take it, renewed
@@ -100,7 +103,8 @@ public final class DurableQueue: Sendable {
     /// that knows them. Registering a kind again replaces its handler.
     ///
     /// - Parameters:
-    ///   - retryingIf: which errors are worth another attempt (when the job has attempts
+    ///   - kind: The kind the handler runs.
+    ///   - shouldRetry: which errors are worth another attempt (when the job has attempts
     ///     left); `nil` retries every error. A payload that no longer decodes is never
     ///     retried.
     ///   - handler: the job's work, given its decoded payload and its context. It runs as

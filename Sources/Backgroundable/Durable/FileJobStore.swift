@@ -14,7 +14,8 @@ import Synchronization
 /// or a single process. It needs no package and no server.
 ///
 /// ```swift
-/// let folder = URL.applicationSupportDirectory.appending(path: "Jobs")
+/// let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
+/// let folder = support.appending(path: "Jobs")
 /// let store = try await FileJobStore(directory: folder)
 /// ```
 ///
