@@ -118,6 +118,9 @@ let package = Package(
         .executableTarget(
             name: "graceful-shutdown-fixture", dependencies: ["Backgroundable", "ShutdownFixtureKit"],
             path: "Tests/Fixtures/graceful-shutdown-fixture"),
+        // A process that adds and runs durable jobs until a test kills it (DurableCrashTests).
+        .executableTarget(
+            name: "durable-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/durable-fixture"),
         // A process whose cooperative pool a test blocks (BlockedPoolTests).
         .executableTarget(
             name: "blocked-pool-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/blocked-pool-fixture"),

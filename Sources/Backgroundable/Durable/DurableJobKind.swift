@@ -7,7 +7,7 @@ public import Foundation
 /// ``DurableQueue`` that runs it:
 ///
 /// ```swift
-/// struct Upload: Codable, Sendable {
+/// nonisolated struct Upload: Codable, Sendable {  // nonisolated: encoded off the main actor
 ///     var photoID: UUID
 ///     var path: String
 /// }

@@ -41,6 +41,7 @@ nonisolated final class API: Sendable {
     func refresh() async throws -> Int { 0 }
     func search(_ text: String) async throws -> [SearchResult] { [] }
     func download(_ path: String) async throws -> Data { Data("[]".utf8) }
+    func upload(file path: String, idempotencyKey: String) async throws {}
 }
 nonisolated let api = API()
 
@@ -172,5 +173,17 @@ nonisolated func store(_ file: File) async throws {}
             named name: String, expirationHandler: @escaping @Sendable () -> Void
         ) -> BackgroundTaskIdentifier? { nil }
         func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {}
+    }
+#endif
+
+#if !(canImport(BackgroundTasks) && os(iOS))
+    // A stand-in with the signature of the iOS scheduler (Sources/…/Durable/
+    // BackgroundProcessingScheduler.swift), which only iOS compiles.
+    nonisolated final class BackgroundProcessingScheduler: Sendable {
+        init(
+            identifier: String, jobs: DurableQueue, requiresNetworkConnectivity: Bool = true,
+            requiresExternalPower: Bool = false, onError: (@Sendable (any Error) -> Void)? = nil
+        ) {}
+        func schedule() async {}
     }
 #endif

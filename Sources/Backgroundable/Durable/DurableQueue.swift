@@ -1,0 +1,310 @@
+public import Foundation
+import Synchronization
+
+/// Jobs that outlive the process: each is stored before ``add(_:_:options:)`` returns,
+/// runs as a unit on a ``BackgroundQueue``, and leaves its store only when its outcome
+/// is final — in the next launch of the app, or on another server replica, if this
+/// process dies first.
+///
+/// ```swift
+/// let store = try await FileJobStore(directory: folder)
+/// let jobs = DurableQueue(store: store, queue: BackgroundQueue(name: "uploads", maxConcurrentTasks: 2))
+/// jobs.register(.upload) { upload, job in
+///     try await api.upload(upload.path, idempotencyKey: job.id.description)
+/// }
+/// try await jobs.add(.upload, Upload(photoID: photo.id, path: path), options: .init(name: "upload-\(photo.id)"))
+///
+/// // Somewhere long-lived (a task started at launch, or a server's service):
+/// await jobs.run()
+/// ```
+///
+/// ## Delivery
+/// At least once. A job's handler runs until the job finishes, or fails with no
+/// attempts left; a process that dies mid-run leaves the job to run again once its
+/// store's lease runs out (for ``FileJobStore``, when the next process opens the
+/// directory). Handlers get a stable ``DurableJobContext/id`` and the
+/// ``DurableJobContext/attempt`` number to make their effects idempotent.
+///
+/// ## How a job ends
+/// - The handler returns: the job is over and leaves the store.
+/// - The handler throws, or its attempt times out: the job is given back to the store,
+///   due after its backoff, while it has attempts left and its kind's `retryingIf` (if
+///   any) accepts the error; otherwise it is over and leaves the store.
+/// - Its unit is cancelled — ``BackgroundQueue/cancelAll()``, the app's background time
+///   running out, ``run()``'s task cancelled: the job is not over. It goes back to the
+///   store, due at once, and the interrupted attempt is not counted.
+/// - ``cancel(_:)``, or a later add of its name with ``UniquenessPolicy/replace``: it
+///   leaves the store, and its unit, if it runs here, is cancelled.
+///
+/// ## Events and metrics
+/// Jobs run as ordinary units on ``queue``, named after the job (and serial in its lane),
+/// so its ``BackgroundQueue/events``, progress, metrics and traces show them like any
+/// other unit; a handler reports progress through ``AsyncTask/current``.
+public final class DurableQueue: Sendable {
+    /// The queue the jobs run on.
+    public let queue: BackgroundQueue
+    /// Where the jobs are kept.
+    public let store: any DurableJobStore
+
+    private struct Handler: Sendable {
+        var run: @Sendable (DurableJobRecord, DurableJobContext) async throws -> Void
+        var shouldRetry: (@Sendable (any Error) -> Bool)?
+    }
+
+    private struct State {
+        var handlers: [String: Handler] = [:]
+        var kinds: Set<String> = []
+        var running: [DurableJobID: AsyncTask] = [:]
+    }
+
+    private let state = Lock(State())
+    private let doorbell = Doorbell()
+    private let maxRunningJobs: Int
+    private let lease: Duration
+    private let pollInterval: Duration
+    private let onStoreError: (@Sendable (any Error) -> Void)?
+
+    /// A durable queue over `store`, running its jobs on `queue`.
+    ///
+    /// - Parameters:
+    ///   - store: Where the jobs are kept.
+    ///   - queue: The queue the jobs run on, as units; its settings (concurrency, background
+    ///     time, metrics) apply to them.
+    ///   - maxRunningJobs: how many jobs this process holds at once (running, or waiting
+    ///     in `queue` for a slot); at least 1.
+    ///   - lease: how long a claim holds a job before another claimer may take it, renewed
+    ///     every third of it while the job runs; it bounds how long a job that a dead
+    ///     process held waits in a shared store.
+    ///   - pollInterval: how often ``run()`` asks the store for work it was not told of —
+    ///     jobs other processes added. Jobs added through this queue start at once.
+    ///   - onStoreError: called with each error of the store while running jobs (a
+    ///     dropped connection, a full disk); the queue tries again at the next poll. Runs
+    ///     on the queue's loop task, outside every lock.
+    public init(
+        store: some DurableJobStore,
+        queue: BackgroundQueue,
+        maxRunningJobs: Int = 16,
+        lease: Duration = .seconds(60),
+        pollInterval: Duration = .seconds(5),
+        onStoreError: (@Sendable (any Error) -> Void)? = nil
+    ) {
+        self.store = store
+        self.queue = queue
+        self.maxRunningJobs = max(1, maxRunningJobs)
+        self.lease = lease
+        self.pollInterval = pollInterval
+        self.onStoreError = onStoreError
+    }
+
+    /// Runs `handler` for every job of `kind` this queue claims, on ``queue``.
+    ///
+    /// Register every kind before ``run()``: only registered kinds are claimed, and a
+    /// store keeps jobs of other kinds (a newer app version's, say) untouched for a queue
+    /// that knows them. Registering a kind again replaces its handler.
+    ///
+    /// - Parameters:
+    ///   - kind: The kind the handler runs.
+    ///   - shouldRetry: which errors are worth another attempt (when the job has attempts
+    ///     left); `nil` retries every error. A payload that no longer decodes is never
+    ///     retried.
+    ///   - handler: the job's work, given its decoded payload and its context. It runs as
+    ///     the async body of a unit: off the caller's actor unless it names one, cancelled
+    ///     when the unit is.
+    public func register<Payload>(
+        _ kind: DurableJobKind<Payload>,
+        retryingIf shouldRetry: (@Sendable (any Error) -> Bool)? = nil,
+        handler: @escaping @Sendable (Payload, DurableJobContext) async throws -> Void
+    ) {
+        let run: @Sendable (DurableJobRecord, DurableJobContext) async throws -> Void = { job, context in
+            let payload: Payload
+            do {
+                payload = try JSONDecoder().decode(Payload.self, from: job.payload)
+            } catch {
+                throw DurableStoreError(
+                    .undecodablePayload, "job \(job.id) of kind \(job.kind): the payload does not decode: \(error)")
+            }
+            try await handler(payload, context)
+        }
+        state.withLock { state in
+            state.handlers[kind.name] = Handler(run: run, shouldRetry: shouldRetry)
+            state.kinds.insert(kind.name)
+        }
+        doorbell.ring()
+    }
+
+    /// Stores a job of `kind`; returns once the store has it.
+    ///
+    /// A process that only adds jobs needs no handler for their kind. A job added here
+    /// starts at once if ``run()`` is running in this process (and its `notBefore` has
+    /// come); other processes sharing the store find it at their next poll.
+    ///
+    /// - Throws: ``DurableStoreError`` when the payload does not encode
+    ///   (``DurableStoreError/Code/encoding``) or the store cannot keep the job; nothing is
+    ///   stored then.
+    @discardableResult
+    public func add<Payload>(
+        _ kind: DurableJobKind<Payload>, _ payload: Payload, options: DurableJobOptions = .init()
+    ) async throws -> DurableJobReceipt {
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(payload)
+        } catch {
+            throw DurableStoreError(.encoding, "a payload of kind \(kind.name) does not encode: \(error)")
+        }
+        let now = Date()
+        let job = DurableJobRecord(
+            id: DurableJobID(), kind: kind.name, payload: data, name: options.name, lane: options.lane,
+            priority: options.priority?.rawValue ?? 0, timeout: options.timeout,
+            maxAttempts: options.retry.maxAttempts, backoff: options.retry.backoff,
+            runAt: options.notBefore ?? now, enqueuedAt: now)
+        let receipt = try await store.enqueue(job, replacing: options.uniquenessPolicy == .replace)
+        if let replaced = receipt.replaced { cancelRunning(replaced) }
+        if !receipt.wasDropped { doorbell.ring() }
+        return receipt
+    }
+
+    /// Removes a job from the store and cancels it if it runs in this process; returns
+    /// whether the store had it. A job running in another process runs on until it ends
+    /// there (its end then finds nothing to remove).
+    @discardableResult
+    public func cancel(_ id: DurableJobID) async throws -> Bool {
+        let removed = try await store.remove(id)
+        cancelRunning(id)
+        return removed
+    }
+
+    /// Claims jobs from the store and runs them, until the calling task is cancelled.
+    ///
+    /// Jobs start as they fall due: at once when added through this queue, at their
+    /// `notBefore` or retry time, or at the next poll when another process added them.
+    /// When the calling task is cancelled, the jobs this call holds are cancelled and
+    /// given back to the store (their attempt not counted), and the call returns once
+    /// the store has them back.
+    public func run() async {
+        await loop(untilIdle: false)
+    }
+
+    /// Claims and runs jobs until none is due and none runs, then returns — for an iOS
+    /// background task's handler, a command-line tool, or a test. Jobs due later stay in
+    /// the store. Cancellation works as for ``run()``.
+    public func runUntilIdle() async {
+        await loop(untilIdle: true)
+    }
+
+    /// When the next job of a registered kind that nobody holds falls due: now, if one
+    /// is due; `nil` if the store has none. Suspends while the store is read.
+    public func nextDueDate() async throws -> Date? {
+        let kinds = state.withLock { $0.kinds }
+        return kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
+    }
+
+    // MARK: - The loop
+
+    private func loop(untilIdle: Bool) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.renewLeases() }
+            while !Task.isCancelled {
+                let (kinds, running) = state.withLock { ($0.kinds, $0.running.count) }
+                let free = maxRunningJobs - running
+                var claimed: [DurableJobRecord] = []
+                var nextDue: Date?
+                do {
+                    if free > 0, !kinds.isEmpty {
+                        claimed = try await store.claim(kinds: kinds, limit: free, lease: lease)
+                    }
+                    for job in claimed { start(job, in: &group) }
+                    if free > 0, claimed.count == free { continue }  // more may be due
+                    nextDue = kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
+                } catch {
+                    onStoreError?(error)
+                }
+                let isRunning = state.withLock { !$0.running.isEmpty }
+                if untilIdle, !isRunning, claimed.isEmpty, nextDue.map({ $0 > Date() }) ?? true { break }
+                var wait = pollInterval
+                if let nextDue, free > claimed.count {
+                    wait = min(wait, .seconds(max(0, nextDue.timeIntervalSinceNow)))
+                }
+                await doorbell.wait(upTo: wait)
+            }
+            group.cancelAll()
+        }
+    }
+
+    private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
+        guard let handler = state.withLock({ $0.handlers[job.kind] }) else { return }
+        let context = DurableJobContext(
+            id: job.id, kind: job.kind, name: job.name, attempt: job.attempt, maxAttempts: job.maxAttempts,
+            enqueuedAt: job.enqueuedAt)
+        let options = AsyncTask.Options(
+            name: job.name, timeout: job.timeout,
+            priority: job.priority == 0 ? nil : TaskPriority(rawValue: job.priority),
+            // The store keeps names unique; on the queue, a job that replaced one still
+            // running here takes its place, and their bodies never overlap.
+            uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane)
+        let unit = queue.add(options) { try await handler.run(job, context) }
+        state.withLock { $0.running[job.id] = unit.task }
+        group.addTask {
+            // Cancelling this task (run() cancelled) cancels the unit; the store hears of
+            // the outcome in a task of its own, which that cancellation does not reach.
+            let outcome = await unit.outcome
+            await Task { await self.settle(job, outcome, handler) }.value
+            self.state.withLock { _ = $0.running.removeValue(forKey: job.id) }
+            self.doorbell.ring()
+        }
+    }
+
+    /// Tells the store how `job`'s attempt ended. A store that fails is asked again, a
+    /// few times; after that the job stays claimed, and runs again once its lease runs
+    /// out (at least once).
+    private func settle(_ job: DurableJobRecord, _ outcome: AsyncTask.Outcome, _ handler: Handler) async {
+        let store = self.store
+        let step: @Sendable () async throws -> Void
+        switch outcome {
+        case .finished:
+            step = { try await store.complete(job.id) }
+        case .failed, .timedOut:
+            let error: any Error = outcome.error ?? DurableStoreError(.io, "timed out")
+            let message = outcome.kind == .timedOut ? "timed out after \(job.timeout ?? .zero)" : "\(error)"
+            let isRetryable =
+                job.attempt < job.maxAttempts
+                && (error as? DurableStoreError)?.code != .undecodablePayload
+                && (handler.shouldRetry?(error) ?? true)
+            if isRetryable {
+                let delay = RetryPolicy(maxAttempts: job.maxAttempts, backoff: job.backoff)
+                    .delay(beforeAttempt: job.attempt + 1)
+                let due = Date().addingTimeInterval(delay / .seconds(1))
+                step = { try await store.retry(job.id, at: due, error: message) }
+            } else {
+                step = { try await store.complete(job.id) }
+            }
+        case .cancelled, .replaced, .dropped:
+            // Not over: back to the store (a no-op for a job cancel(_:) or a replace removed).
+            step = { try await store.release(job.id) }
+        }
+        for attempt in 1...5 {
+            do {
+                return try await step()
+            } catch {
+                onStoreError?(error)
+                if attempt < 5 { try? await Task.sleep(for: .milliseconds(100 << attempt)) }
+            }
+        }
+    }
+
+    private func renewLeases() async {
+        let every = lease / 3
+        while (try? await Task.sleep(for: every)) != nil {
+            let ids = state.withLock { Array($0.running.keys) }
+            guard !ids.isEmpty else { continue }
+            do {
+                try await store.renew(ids, lease: lease)
+            } catch {
+                onStoreError?(error)
+            }
+        }
+    }
+
+    private func cancelRunning(_ id: DurableJobID) {
+        state.withLock { $0.running[id] }?.cancel()
+    }
+}

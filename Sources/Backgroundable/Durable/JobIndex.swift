@@ -1,0 +1,221 @@
+import Foundation
+
+/// The stored jobs of a single-owner store, indexed so that every store call costs
+/// O(log n) or less however many jobs are stored: names, lanes, and the jobs that can
+/// be claimed, by due time and then by priority and arrival. A pure value: the store
+/// holds it under its lock and does the I/O its answers call for.
+///
+/// A job can be claimed ("eligible") when nobody holds it and it has no lane or is the
+/// first job of its lane, and no other job of its lane is held: only the first job of a
+/// lane can be held, so that is "first, and not held". Eligible jobs wait in
+/// `notDue` until their `runAt`, then in `due`. Entries carry the job's version and are
+/// skipped once it has changed, instead of being searched for and removed.
+struct JobIndex {
+    private struct Entry {
+        var record: DurableJobRecord
+        var isClaimed = false
+        var version: UInt64
+    }
+
+    private struct NotDue: Comparable {
+        var runAt: Date
+        var sequence: Int64
+        var id: DurableJobID
+        var version: UInt64
+        static func < (a: Self, b: Self) -> Bool { (a.runAt, a.sequence) < (b.runAt, b.sequence) }
+        static func == (a: Self, b: Self) -> Bool { a.id == b.id && a.version == b.version }
+    }
+
+    private struct Due: Comparable {
+        var priority: UInt8
+        var sequence: Int64
+        var id: DurableJobID
+        var version: UInt64
+        // Highest priority first, then first come, first served.
+        static func < (a: Self, b: Self) -> Bool {
+            a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence
+        }
+        static func == (a: Self, b: Self) -> Bool { a.id == b.id && a.version == b.version }
+    }
+
+    /// A lane's jobs in order of arrival; ids of jobs no longer stored are skipped.
+    private struct Lane {
+        var ids: [DurableJobID] = []
+        var head = 0
+    }
+
+    private var entries: [DurableJobID: Entry] = [:]
+    private var names: [String: DurableJobID] = [:]
+    private var lanes: [String: Lane] = [:]
+    private var notDue = BinaryHeap<NotDue>()
+    private var due = BinaryHeap<Due>()
+    /// Eligible jobs of kinds a claim did not ask for (kinds a newer version of the app
+    /// stored, say), by kind: back in line when a claim asks for their kind.
+    private var parked: [String: [NotDue]] = [:]
+    private var nextVersion: UInt64 = 0
+    private(set) var nextSequence: Int64 = 1
+
+    var count: Int { entries.count }
+
+    func record(_ id: DurableJobID) -> DurableJobRecord? { entries[id]?.record }
+
+    func job(named name: String) -> DurableJobID? { names[name] }
+
+    /// Every job, in order of arrival.
+    var records: [DurableJobRecord] {
+        entries.values.map(\.record).sorted { $0.sequence < $1.sequence }
+    }
+
+    /// Adds a job that is not stored, unclaimed; its sequence must be set (see
+    /// ``takeSequence()``). Jobs read back from disk are added in order of arrival.
+    mutating func insert(_ record: DurableJobRecord) {
+        precondition(entries[record.id] == nil, "JobIndex: job \(record.id) is stored already")
+        nextSequence = max(nextSequence, record.sequence + 1)
+        entries[record.id] = Entry(record: record, version: bumpVersion())
+        if let name = record.name { names[name] = record.id }
+        if let lane = record.lane {
+            lanes[lane, default: Lane()].ids.append(record.id)
+        }
+        makeEligibleIfFirst(record.id)
+    }
+
+    mutating func takeSequence() -> Int64 {
+        defer { nextSequence += 1 }
+        return nextSequence
+    }
+
+    /// Removes a job, claimed or not; the next job of its lane becomes eligible.
+    @discardableResult
+    mutating func remove(_ id: DurableJobID) -> DurableJobRecord? {
+        guard let entry = entries.removeValue(forKey: id) else { return nil }
+        if let name = entry.record.name, names[name] == id { names[name] = nil }
+        if let laneName = entry.record.lane, var lane = lanes[laneName] {
+            skipRemoved(&lane)
+            if lane.head == lane.ids.count {
+                lanes[laneName] = nil
+            } else {
+                lanes[laneName] = lane
+                makeEligibleIfFirst(lane.ids[lane.head])
+            }
+        }
+        return entry.record
+    }
+
+    /// Claims up to `limit` eligible jobs due by `now` whose kind is in `kinds`, counting
+    /// an attempt on each; returns them.
+    mutating func claim(kinds: Set<String>, limit: Int, now: Date) -> [DurableJobRecord] {
+        unpark(kinds)
+        moveDue(by: now)
+        var claimed: [DurableJobRecord] = []
+        while claimed.count < limit, let top = due.removeMin() {
+            guard var entry = entries[top.id], entry.version == top.version else { continue }
+            guard kinds.contains(entry.record.kind) else {
+                park(entry)
+                continue
+            }
+            entry.isClaimed = true
+            entry.record.attempt += 1
+            entry.version = bumpVersion()
+            entries[top.id] = entry
+            claimed.append(entry.record)
+        }
+        return claimed
+    }
+
+    /// The earliest `runAt` of an eligible job of one of `kinds`, or `nil`; `now` when one
+    /// is due.
+    mutating func nextDueDate(kinds: Set<String>, now: Date) -> Date? {
+        unpark(kinds)
+        moveDue(by: now)
+        while let top = due.min {
+            due.removeMin()
+            guard let entry = entries[top.id], entry.version == top.version else { continue }
+            guard kinds.contains(entry.record.kind) else {
+                park(entry)
+                continue
+            }
+            due.insert(top)
+            return now
+        }
+        while let top = notDue.min {
+            guard let entry = entries[top.id], entry.version == top.version else {
+                notDue.removeMin()
+                continue
+            }
+            guard kinds.contains(entry.record.kind) else {
+                notDue.removeMin()
+                park(entry)
+                continue
+            }
+            return top.runAt
+        }
+        return nil
+    }
+
+    /// Replaces a stored job's record (after a claim's write, a retry or a release),
+    /// unclaiming it when `claimed` is `false`. Returns `false` for a job not stored.
+    @discardableResult
+    mutating func update(_ record: DurableJobRecord, claimed: Bool) -> Bool {
+        guard var entry = entries[record.id] else { return false }
+        entry.record = record
+        entry.isClaimed = claimed
+        entry.version = bumpVersion()
+        entries[record.id] = entry
+        if !claimed { makeEligibleIfFirst(record.id) }
+        return true
+    }
+
+    func isClaimed(_ id: DurableJobID) -> Bool { entries[id]?.isClaimed ?? false }
+
+    // MARK: - Eligibility
+
+    private mutating func bumpVersion() -> UInt64 {
+        nextVersion += 1
+        return nextVersion
+    }
+
+    private func isCurrent(_ id: DurableJobID, _ version: UInt64) -> Bool {
+        entries[id]?.version == version
+    }
+
+    private mutating func skipRemoved(_ lane: inout Lane) {
+        while lane.head < lane.ids.count, entries[lane.ids[lane.head]] == nil { lane.head += 1 }
+        if lane.head > 64, lane.head * 2 > lane.ids.count {
+            lane.ids.removeFirst(lane.head)
+            lane.head = 0
+        }
+    }
+
+    /// Queues `id` to be claimed if it is unclaimed and first in its lane.
+    private mutating func makeEligibleIfFirst(_ id: DurableJobID) {
+        guard let entry = entries[id], !entry.isClaimed else { return }
+        if let laneName = entry.record.lane, var lane = lanes[laneName] {
+            skipRemoved(&lane)
+            lanes[laneName] = lane
+            guard lane.ids[lane.head] == id else { return }
+        }
+        let record = entry.record
+        notDue.insert(NotDue(runAt: record.runAt, sequence: record.sequence, id: id, version: entry.version))
+    }
+
+    private mutating func park(_ entry: Entry) {
+        let record = entry.record
+        parked[record.kind, default: []].append(
+            NotDue(runAt: record.runAt, sequence: record.sequence, id: record.id, version: entry.version))
+    }
+
+    private mutating func unpark(_ kinds: Set<String>) {
+        guard !parked.isEmpty else { return }
+        for kind in kinds {
+            for entry in parked.removeValue(forKey: kind) ?? [] { notDue.insert(entry) }
+        }
+    }
+
+    private mutating func moveDue(by now: Date) {
+        while let top = notDue.min, top.runAt <= now {
+            notDue.removeMin()
+            guard let entry = entries[top.id], entry.version == top.version else { continue }
+            due.insert(Due(priority: entry.record.priority, sequence: top.sequence, id: top.id, version: top.version))
+        }
+    }
+}

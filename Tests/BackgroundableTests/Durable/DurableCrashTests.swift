@@ -1,0 +1,152 @@
+import Backgroundable
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Kill -9 at random points: `durable-fixture` adds and runs jobs on a FileJobStore and
+/// is killed, twice per run, at a moment drawn from the run's seed; then this process
+/// opens the store and runs what is left. Each run checks:
+/// - every job an add acknowledged reaches a final outcome (or was replaced by name);
+/// - no job whose end the store recorded runs again;
+/// - at every reopen, the store holds at most one job per name and no damaged file.
+///
+/// `BACKGROUNDABLE_CRASH_RUNS` sets the number of runs (200 by default) and
+/// `BACKGROUNDABLE_CRASH_SEED` the first seed (printed, to replay a failure).
+@Suite struct DurableCrashTests {
+    private struct Log {
+        var acked: [(id: String, name: String?, dropped: Bool)] = []
+        var started: Set<String> = []
+        var completing: Set<String> = []
+        var completed: Set<String> = []
+        /// Jobs of each name some reopen found stored, by id.
+        var storedNames: [String: Set<String>] = [:]
+        var ready = false
+
+        mutating func read(_ text: String) {
+            for line in text.split(separator: "\n") {
+                let words = line.split(separator: " ").map(String.init)
+                switch words.first {
+                case "ready": ready = true
+                case "acked" where words.count == 4:
+                    acked.append((words[1], words[2] == "-" ? nil : words[2], words[3] == "1"))
+                case "start" where words.count == 3: started.insert(words[1])
+                case "completing" where words.count == 2: completing.insert(words[1])
+                case "completed" where words.count == 2: completed.insert(words[1])
+                default: break  // a line cut by the kill
+                }
+            }
+        }
+    }
+
+    /// Runs the fixture on `directory` and kills it `delay` after it says it is ready.
+    private func runAndKill(directory: String, seed: UInt64, jobs: Int, delay: Duration) throws -> String {
+        let process = Process()
+        process.executableURL = try fixtureURL("durable-fixture")
+        process.arguments = [directory, "\(seed)", "\(jobs)"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let handle = output.fileHandleForReading
+        var seen = Data()
+        // Blocking reads, on this test's thread: the fixture writes a line per fact.
+        while !String(decoding: seen, as: UTF8.self).contains("ready\n") {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        seen.append(handle.readDataToEndOfFile())
+        return String(decoding: seen, as: UTF8.self)
+    }
+
+    @Test func everyAcknowledgedJobEndsOnceAfterKills() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let runs = environment["BACKGROUNDABLE_CRASH_RUNS"].flatMap(Int.init) ?? 200
+        let firstSeed =
+            environment["BACKGROUNDABLE_CRASH_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...1_000_000)
+        print("DurableCrashTests: \(runs) runs from seed \(firstSeed)")
+        for seed in firstSeed..<firstSeed + UInt64(runs) {
+            try await check(seed: seed)
+        }
+    }
+
+    private func check(seed: UInt64) async throws {
+        let directory = ScratchDirectory("durable-crash")
+        defer { directory.remove() }
+        var log = Log()
+        for generation in 0..<2 {
+            // Kill anywhere from before the first add to after the last job ended.
+            let delay = Duration.microseconds(Int64((seed &* 7919 &+ UInt64(generation) &* 104_729) % 40_000))
+            log.read(
+                try runAndKill(directory: directory.path, seed: seed &* 2 &+ UInt64(generation), jobs: 12, delay: delay)
+            )
+            for job in try await checkStore(directory, seed: seed) {
+                if let name = job.name { log.storedNames[name, default: []].insert(job.id.description) }
+            }
+        }
+
+        // Restart: this process runs what is left, to the end.
+        let store = try await FileJobStore(directory: directory.url)
+        let before = try await store.jobs()
+        let ranAfterRestart = Mutex<Set<String>>([])
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue(maxConcurrentTasks: 3))
+        struct Work: Codable, Sendable {
+            var milliseconds: Int
+            var failures: Int
+        }
+        jobs.register(DurableJobKind<Work>("work")) { work, job in
+            ranAfterRestart.withLock { _ = $0.insert(job.id.description) }
+            struct Flaky: Error {}
+            if job.attempt <= work.failures { throw Flaky() }
+        }
+        while try await !store.jobs().isEmpty {
+            await jobs.runUntilIdle()
+            try await Task.sleep(for: .milliseconds(1))  // a retry's backoff (1 ms)
+        }
+        let ran = ranAfterRestart.withLock { $0 }
+
+        let ended = log.completed
+        #expect(ran.isDisjoint(with: ended), "seed \(seed): a job whose end was recorded ran again")
+        let storedAtRestart = Set(before.map(\.id.description))
+        for (index, add) in log.acked.enumerated() where !add.dropped {
+            // Replaced: by a later add of the name, acknowledged or not (the kill can come
+            // between a replace's write and its acknowledgement): then a reopen found
+            // another job of the name stored, or the restart did.
+            let replaced =
+                add.name.map { name in
+                    log.acked[(index + 1)...].contains { $0.name == name && !$0.dropped }
+                        || log.storedNames[name, default: []].contains { $0 != add.id }
+                        || before.contains { $0.name == name && $0.id.description != add.id }
+                } ?? false
+            // Ended: its removal returned; or it was being removed when the kill came, and
+            // the store no longer had it; or it was left to this process, and ran here.
+            let finished =
+                ended.contains(add.id) || (log.completing.contains(add.id) && !storedAtRestart.contains(add.id))
+                || (storedAtRestart.contains(add.id) && ran.contains(add.id))
+            #expect(
+                finished || replaced,
+                """
+                seed \(seed): acknowledged job \(add.id) (\(add.name ?? "-")) never reached an outcome: \
+                started \(log.started.contains(add.id)), stored at restart \(storedAtRestart.contains(add.id)), \
+                ran after \(ran.contains(add.id))
+                """)
+        }
+    }
+
+    /// Opens the store the way the next launch would, and checks what it finds.
+    private func checkStore(_ directory: ScratchDirectory, seed: UInt64) async throws -> [DurableJobRecord] {
+        let store = try await FileJobStore(directory: directory.url)
+        #expect(store.recovery.quarantined.isEmpty, "seed \(seed): damaged files \(store.recovery.quarantined)")
+        let jobs = try await store.jobs()
+        let names = jobs.compactMap(\.name)
+        #expect(Set(names).count == names.count, "seed \(seed): two jobs of one name: \(names.sorted())")
+        return jobs
+    }
+}

@@ -1,0 +1,241 @@
+import Backgroundable
+import BackgroundableTesting
+import Foundation
+import Testing
+
+@Suite struct DurableQueueTests {
+    @Test func anAddIsStoredBeforeItReturnsAndSurvivesTheStore() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let receipt = try await {
+            let jobs = DurableQueue(store: try await FileJobStore(directory: directory.url), queue: BackgroundQueue())
+            return try await jobs.add(.note, Note(text: "hello"), options: .init(name: "greeting"))
+        }()
+        // The store and its queue are gone, as after a crash: a new store reads the job back.
+        let stored = try await storedJobs(in: directory)
+        #expect(stored.map(\.id) == [receipt.id])
+        #expect(stored.first?.name == "greeting")
+        #expect(try JSONDecoder().decode(Note.self, from: stored[0].payload) == Note(text: "hello"))
+    }
+
+    @Test func aJobRunsOnceAndLeavesTheStore() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        jobs.register(.note) { note, job in journal.record("\(note.text) \(job.attempt)") }
+        let receipt = try await jobs.add(.note, Note(text: "a"))
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["a 1"])
+        #expect(try await store.jobs().isEmpty)
+        #expect(!receipt.wasDropped)
+    }
+
+    @Test func aNameDropsOrReplacesAcrossTheStore() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let first = try await jobs.add(.note, Note(text: "first"), options: .init(name: "sync"))
+        let dropped = try await jobs.add(.note, Note(text: "second"), options: .init(name: "sync"))
+        #expect(dropped.wasDropped && dropped.id == first.id)
+        let replacing = try await jobs.add(
+            .note, Note(text: "third"), options: .init(name: "sync", uniquenessPolicy: .replace))
+        #expect(replacing.replaced == first.id && !replacing.wasDropped)
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record(note.text) }
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["third"])
+    }
+
+    @Test func aReplaceCancelsTheJobRunningHereAndTheBodiesNeverOverlap() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        let started = AsyncStream<Void>.makeStream()
+        jobs.register(.note) { note, _ in
+            journal.record("\(note.text) in")
+            if note.text == "old" {
+                started.continuation.yield()
+                try? await Task.sleep(for: .seconds(60))  // until cancelled
+            }
+            journal.record("\(note.text) out")
+        }
+        let runner = Task { await jobs.run() }
+        try await jobs.add(.note, Note(text: "old"), options: .init(name: "n"))
+        var iterator = started.stream.makeAsyncIterator()
+        await iterator.next()
+        try await jobs.add(.note, Note(text: "new"), options: .init(name: "n", uniquenessPolicy: .replace))
+        while try await !store.jobs().isEmpty { await Task.yield() }
+        runner.cancel()
+        await runner.value
+        #expect(journal.all == ["old in", "old out", "new in", "new out"])
+    }
+
+    @Test func aFailedAttemptIsRetriedWithItsAttemptNumberAndTheSameID() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        struct Flaky: Error {}
+        jobs.register(.note) { note, job in
+            journal.record("\(job.id) \(job.attempt)/\(job.maxAttempts)")
+            if job.attempt <= note.failures { throw Flaky() }
+        }
+        let receipt = try await jobs.add(
+            .note, Note(text: "x", failures: 2), options: .init(retry: .fixed(maxAttempts: 4, delay: .milliseconds(1))))
+        let runner = Task { await jobs.run() }
+        while try await !store.jobs().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        runner.cancel()
+        await runner.value
+        #expect(journal.all == ["\(receipt.id) 1/4", "\(receipt.id) 2/4", "\(receipt.id) 3/4"])
+    }
+
+    @Test func aJobWithNoAttemptsLeftEndsAndLeavesTheStore() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        struct Permanent: Error {}
+        jobs.register(.note, retryingIf: { !($0 is Permanent) }) { note, job in
+            journal.record("\(note.text) \(job.attempt)")
+            throw Permanent()
+        }
+        try await jobs.add(.note, Note(text: "x"), options: .init(retry: .fixed(maxAttempts: 5, delay: .zero)))
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["x 1"])  // retryingIf turned the error down
+        #expect(try await store.jobs().isEmpty)
+    }
+
+    @Test func cancellingRunGivesTheRunningJobBackWithoutCountingItsAttempt() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let started = AsyncStream<Void>.makeStream()
+        jobs.register(.note) { _, _ in
+            started.continuation.yield()
+            try await Task.sleep(for: .seconds(60))
+        }
+        let receipt = try await jobs.add(.note, Note(text: "long"))
+        let runner = Task { await jobs.run() }
+        var iterator = started.stream.makeAsyncIterator()
+        await iterator.next()
+        runner.cancel()
+        await runner.value
+        let stored = try await store.jobs()
+        #expect(stored.map(\.id) == [receipt.id])
+        #expect(stored.first?.attempt == 0)
+        #expect(try await store.claim(kinds: ["note"], limit: 1, lease: .seconds(1)).map(\.id) == [receipt.id])
+    }
+
+    @Test func cancelRemovesAJobAndStopsItWhereItRuns() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let started = AsyncStream<Void>.makeStream()
+        jobs.register(.note) { _, _ in
+            started.continuation.yield()
+            try await Task.sleep(for: .seconds(60))
+        }
+        let receipt = try await jobs.add(.note, Note(text: "long"))
+        let runner = Task { await jobs.runUntilIdle() }
+        var iterator = started.stream.makeAsyncIterator()
+        await iterator.next()
+        #expect(try await jobs.cancel(receipt.id))
+        await runner.value
+        #expect(try await store.jobs().isEmpty)
+        #expect(try await !jobs.cancel(receipt.id))
+    }
+
+    @Test func aLaneRunsItsJobsOneAtATimeInOrder() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue(maxConcurrentTasks: 4))
+        let journal = Journal()
+        jobs.register(.note) { note, _ in
+            journal.record("\(note.text) in")
+            try await Task.sleep(for: .milliseconds(2))
+            journal.record("\(note.text) out")
+        }
+        for index in 0..<4 {
+            try await jobs.add(.note, Note(text: "\(index)"), options: .init(lane: "account-1"))
+        }
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["0 in", "0 out", "1 in", "1 out", "2 in", "2 out", "3 in", "3 out"])
+    }
+
+    @Test func aDelayedJobWaitsForItsTime() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record(note.text) }
+        let later = Date().addingTimeInterval(3600)
+        try await jobs.add(.note, Note(text: "later"), options: .init(notBefore: later))
+        try await jobs.add(.note, Note(text: "now"))
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["now"])
+        #expect(try await store.nextDueDate(kinds: ["note"]) == later)
+    }
+
+    @Test func aKindNobodyRegisteredStaysInTheStoreUntouched() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record(note.text) }
+        // A newer version of the app stored a kind this one does not know.
+        let future = try await jobs.add(.otherNote, Note(text: "from the future"))
+        try await jobs.add(.note, Note(text: "known"))
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["known"])
+        let stored = try await store.jobs()
+        #expect(stored.map(\.id) == [future.id])
+        #expect(stored.first?.attempt == 0)
+    }
+
+    @Test func aPayloadThatNoLongerDecodesEndsFailedWithoutTouchingOtherJobs() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let queue = BackgroundQueue()
+        var events = queue.events.makeAsyncIterator()
+        let jobs = DurableQueue(store: store, queue: queue)
+        // An older version stored a different payload under the same kind.
+        struct OldNote: Codable, Sendable { var body: Int }
+        try await jobs.add(
+            DurableJobKind<OldNote>("note"), OldNote(body: 1),
+            options: .init(retry: .fixed(maxAttempts: 3, delay: .zero)))
+        try await jobs.add(.note, Note(text: "fine"))
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record(note.text) }
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["fine"])
+        #expect(try await store.jobs().isEmpty)
+        let failure = await events.next(where: { $0.kind == .ended && $0.outcome?.kind == .failed })
+        let error = try #require(failure?.outcome?.error as? DurableStoreError)
+        #expect(error.code == .undecodablePayload)
+    }
+
+    @Test func aPayloadThatDoesNotEncodeIsAClearErrorAndStoresNothing() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let error = await #expect(throws: DurableStoreError.self) {
+            try await jobs.add(DurableJobKind<Double>("number"), .nan)
+        }
+        #expect(error?.code == .encoding)
+        #expect(try await store.jobs().isEmpty)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@testable import Backgroundable
+
+@Suite struct JobIndexTests {
+    private let now = Date(timeIntervalSince1970: 1_000_000)
+
+    private func job(
+        _ index: inout JobIndex, kind: String = "k", name: String? = nil, lane: String? = nil, priority: UInt8 = 0,
+        at runAt: Date? = nil
+    ) -> DurableJobID {
+        let record = DurableJobRecord(
+            id: DurableJobID(), kind: kind, payload: Data(), name: name, lane: lane, priority: priority, timeout: nil,
+            maxAttempts: 1, backoff: .fixed(.zero), runAt: runAt ?? now, enqueuedAt: now,
+            sequence: index.takeSequence())
+        index.insert(record)
+        return record.id
+    }
+
+    @Test func claimsGoByPriorityThenArrival() {
+        var index = JobIndex()
+        let low = job(&index)
+        let high = job(&index, priority: TaskPriority.high.rawValue)
+        let lowAgain = job(&index)
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).map(\.id) == [high, low, lowAgain])
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).isEmpty)
+    }
+
+    @Test func aLaneGivesOutOneJobAtATimeInOrder() {
+        var index = JobIndex()
+        let first = job(&index, lane: "a")
+        let second = job(&index, lane: "a")
+        let other = job(&index, lane: "b")
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).map(\.id) == [first, other])
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).isEmpty)
+        index.remove(first)
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).map(\.id) == [second])
+    }
+
+    @Test func aLaneWaitsForItsFirstJobEvenWhenItIsNotDue() {
+        var index = JobIndex()
+        let later = now.addingTimeInterval(60)
+        let first = job(&index, lane: "a", at: later)
+        _ = job(&index, lane: "a")
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).isEmpty)
+        #expect(index.nextDueDate(kinds: ["k"], now: now) == later)
+        #expect(index.claim(kinds: ["k"], limit: 10, now: later).map(\.id) == [first])
+    }
+
+    @Test func aGivenBackJobIsEligibleAgainAtItsNewTime() {
+        var index = JobIndex()
+        let id = job(&index)
+        var claimed = index.claim(kinds: ["k"], limit: 1, now: now)[0]
+        #expect(claimed.attempt == 1)
+        claimed.runAt = now.addingTimeInterval(5)
+        index.update(claimed, claimed: false)
+        #expect(index.claim(kinds: ["k"], limit: 1, now: now).isEmpty)
+        #expect(index.claim(kinds: ["k"], limit: 1, now: now.addingTimeInterval(5)).map(\.attempt) == [2])
+        #expect(index.isClaimed(id))
+    }
+
+    @Test func kindsNotAskedForWaitWithoutBlockingOthers() {
+        var index = JobIndex()
+        let unknown = job(&index, kind: "future")
+        let known = job(&index)
+        #expect(index.nextDueDate(kinds: ["k"], now: now) == now)
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).map(\.id) == [known])
+        #expect(index.nextDueDate(kinds: ["k"], now: now) == nil)
+        #expect(index.claim(kinds: ["k", "future"], limit: 10, now: now).map(\.id) == [unknown])
+    }
+
+    @Test func namesPointAtTheirJobUntilItIsRemoved() {
+        var index = JobIndex()
+        let id = job(&index, name: "sync")
+        #expect(index.job(named: "sync") == id)
+        index.remove(id)
+        #expect(index.job(named: "sync") == nil)
+        #expect(index.count == 0)
+    }
+}
