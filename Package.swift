@@ -118,9 +118,15 @@ let package = Package(
         .executableTarget(
             name: "graceful-shutdown-fixture", dependencies: ["Backgroundable", "ShutdownFixtureKit"],
             path: "Tests/Fixtures/graceful-shutdown-fixture"),
-        // A process that adds and runs durable jobs until a test kills it (DurableCrashTests).
+        // A process that adds and runs durable jobs until a test kills it (DurableCrashTests;
+        // with the `Postgres` trait, also a replica on a shared table: PostgresReplicaTests).
         .executableTarget(
-            name: "durable-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/durable-fixture"),
+            name: "durable-fixture",
+            dependencies: [
+                "Backgroundable",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+            ],
+            path: "Tests/Fixtures/durable-fixture"),
         // A process whose cooperative pool a test blocks (BlockedPoolTests).
         .executableTarget(
             name: "blocked-pool-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/blocked-pool-fixture"),

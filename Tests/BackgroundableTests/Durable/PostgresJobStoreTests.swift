@@ -169,7 +169,7 @@
                 let second = database.store(client: 1)
                 let job = testRecord()
                 _ = try await first.enqueue(job, replacing: false)
-                let claimed = try await first.claim(kinds: ["test"], limit: 1, lease: .milliseconds(200))
+                let claimed = try await first.claim(kinds: ["test"], limit: 1, lease: .milliseconds(1500))
                 #expect(claimed.map(\.id) == [job.id])
                 #expect(claimed.first?.attempt == 1)
 
