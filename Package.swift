@@ -110,6 +110,7 @@ let package = Package(
             dependencies: [
                 "Backgroundable",
                 .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
             ],
             path: "Benchmarks/backgroundable-bench"
         ),
