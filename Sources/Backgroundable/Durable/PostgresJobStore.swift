@@ -150,8 +150,10 @@
         // MARK: DurableJobStore
 
         /// The columns a record is read from, in every statement that returns records.
-        private static let columns =
-            "id, sequence, kind, payload, name, lane, priority, timeout_seconds, timeout_attoseconds, max_attempts, backoff, run_at, attempt, enqueued_at, last_error"
+        private static let columns = [
+            "id", "sequence", "kind", "payload", "name", "lane", "priority", "timeout_seconds", "timeout_attoseconds",
+            "max_attempts", "backoff", "run_at", "attempt", "enqueued_at", "last_error",
+        ]
 
         public func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
             let backoff: String
@@ -183,7 +185,6 @@
             insert.binds.append(job.lastError)
 
             guard let name = job.name else {
-                insert.sql += " RETURNING sequence"
                 _ = try await rows(insert, "storing job \(job.id)")
                 return DurableJobReceipt(id: job.id)
             }
@@ -244,9 +245,10 @@
                 SET attempt = j.attempt + 1, lease_owner = \(ownerID),
                     lease_until = now() + make_interval(secs => \(Self.seconds(lease)))
                 FROM due WHERE j.id = due.id
-                RETURNING \(unescaped: Self.columns.split(separator: ", ").map { "j.\($0)" }.joined(separator: ", "))
+                RETURNING \(unescaped: Self.columns.map { "j.\($0)" }.joined(separator: ", "))
                 """
             let claimed = try await rows(query, "claiming jobs").map { try Self.record($0) }
+            // RETURNING keeps no order: highest priority first, then in order of arrival.
             return claimed.sorted { ($0.priority, $1.sequence) > ($1.priority, $0.sequence) }
         }
 
@@ -308,7 +310,8 @@
         }
 
         public func jobs() async throws -> [DurableJobRecord] {
-            let query = PostgresQuery(unsafeSQL: "SELECT \(Self.columns) FROM \(qualifiedTable) ORDER BY sequence")
+            let query = PostgresQuery(
+                unsafeSQL: "SELECT \(Self.columns.joined(separator: ", ")) FROM \(qualifiedTable) ORDER BY sequence")
             return try await rows(query, "reading the jobs").map { try Self.record($0) }
         }
 
