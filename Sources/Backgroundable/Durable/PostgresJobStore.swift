@@ -64,11 +64,15 @@
         /// A store on `table` (in `schema`, if given) through `client`, which the caller
         /// runs. Call ``prepare()`` once before use, from any number of replicas.
         ///
+        /// - Parameters:
+        ///   - client: The client every call uses; the caller keeps its `run()` running.
+        ///   - table: The table's name. Stores on the same table share their jobs.
+        ///   - schema: The table's schema, which must exist; `nil` for the connection's
+        ///     `search_path`.
+        ///   - logger: Where postgres-nio logs each statement; logs nothing by default.
         /// - Precondition: `table` and `schema` are 1 to 48 bytes of UTF-8 and hold no NUL
         ///   character (PostgreSQL cuts identifiers at 63 bytes, and the index names add a
         ///   suffix to the table's).
-        /// - Parameter logger: Where postgres-nio logs each statement; logs nothing by
-        ///   default.
         public init(
             client: PostgresClient, table: String = "backgroundable_jobs", schema: String? = nil,
             logger: Logger = Logger(
