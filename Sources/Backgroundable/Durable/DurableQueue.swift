@@ -105,8 +105,8 @@ public final class DurableQueue: Sendable {
     /// - Parameters:
     ///   - kind: The kind the handler runs.
     ///   - shouldRetry: which errors are worth another attempt (when the job has attempts
-    ///     left); `nil` retries every error. A payload that no longer decodes is never
-    ///     retried.
+    ///     left); `nil` retries every error. An attempt that timed out is offered as
+    ///     ``AsyncTaskError/timedOut``. A payload that no longer decodes is never retried.
     ///   - handler: the job's work, given its decoded payload and its context. It runs as
     ///     the async body of a unit: off the caller's actor unless it names one, cancelled
     ///     when the unit is.
@@ -231,7 +231,11 @@ public final class DurableQueue: Sendable {
     }
 
     private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
-        guard let handler = state.withLock({ $0.handlers[job.kind] }) else { return }
+        guard let handler = state.withLock({ $0.handlers[job.kind] }) else {
+            // Claimed by kind, so registered: kinds are never unregistered. Give it back.
+            group.addTask { try? await self.store.release(job.id) }
+            return
+        }
         let context = DurableJobContext(
             id: job.id, kind: job.kind, name: job.name, attempt: job.attempt, maxAttempts: job.maxAttempts,
             enqueuedAt: job.enqueuedAt)
@@ -263,7 +267,7 @@ public final class DurableQueue: Sendable {
         case .finished:
             step = { try await store.complete(job.id) }
         case .failed, .timedOut:
-            let error: any Error = outcome.error ?? DurableStoreError(.io, "timed out")
+            let error: any Error = outcome.error ?? AsyncTaskError.timedOut
             let message = outcome.kind == .timedOut ? "timed out after \(job.timeout ?? .zero)" : "\(error)"
             let isRetryable =
                 job.attempt < job.maxAttempts

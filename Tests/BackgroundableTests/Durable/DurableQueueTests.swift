@@ -95,6 +95,34 @@ import Testing
         #expect(journal.all == ["\(receipt.id) 1/4", "\(receipt.id) 2/4", "\(receipt.id) 3/4"])
     }
 
+    @Test func anAttemptThatTimesOutCountsAsAFailedOne() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        let offered = Journal()
+        jobs.register(
+            .note,
+            retryingIf: { error in
+                offered.record("\(error)")
+                return true
+            }
+        ) { _, job in
+            journal.record("attempt \(job.attempt)")
+            if job.attempt == 1 { try await Task.sleep(for: .seconds(60)) }  // stuck, until the timeout
+        }
+        try await jobs.add(
+            .note, Note(text: "x"),
+            options: .init(timeout: .milliseconds(20), retry: .fixed(maxAttempts: 2, delay: .zero)))
+        let runner = Task { await jobs.run() }
+        while try await !store.jobs().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        runner.cancel()
+        await runner.value
+        #expect(journal.all == ["attempt 1", "attempt 2"])
+        #expect(offered.all == ["\(AsyncTaskError.timedOut)"])
+    }
+
     @Test func aJobWithNoAttemptsLeftEndsAndLeavesTheStore() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
