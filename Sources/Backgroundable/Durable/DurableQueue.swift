@@ -156,7 +156,7 @@ public final class DurableQueue: Sendable {
             id: DurableJobID(), kind: kind.name, payload: data, name: options.name, lane: options.lane,
             priority: options.priority?.rawValue ?? 0, timeout: options.timeout,
             maxAttempts: options.retry.maxAttempts, backoff: options.retry.backoff,
-            runAt: options.notBefore ?? now, enqueuedAt: now)
+            runAt: options.notBefore ?? now, enqueuedAt: now, traceContext: DurableTraceContext.capture())
         let receipt = try await store.enqueue(job, replacing: options.uniquenessPolicy == .replace)
         if let replaced = receipt.replaced { cancelRunning(replaced) }
         if !receipt.wasDropped { doorbell.ring() }
@@ -245,7 +245,9 @@ public final class DurableQueue: Sendable {
             // The store keeps names unique; on the queue, a job that replaced one still
             // running here takes its place, and their bodies never overlap.
             uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane)
-        let unit = queue.add(options) { try await handler.run(job, context) }
+        let unit = DurableTraceContext.restore(job.traceContext) {
+            queue.add(options) { try await handler.run(job, context) }
+        }
         state.withLock { $0.running[job.id] = unit.task }
         group.addTask {
             // Cancelling this task (run() cancelled) cancels the unit; the store hears of
