@@ -17,9 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
-filter="${2:-enqueue.BackgroundQueue,e2e.BackgroundQueue.unbounded,e2e.BackgroundQueue.limit1,e2e.Task.detached,enqueue.DispatchQueue,enqueue.Task}"
-variants=(default plain-inbox)
-declare -A flags=([default]="" [plain-inbox]="-DBACKGROUNDABLE_PLAIN_INBOX")
+filter="${2:-memory.BackgroundQueue,enqueue.BackgroundQueue,e2e.BackgroundQueue.unbounded,e2e.BackgroundQueue.limit1,dedup.BackgroundQueue,e2e.Task.detached,enqueue.DispatchQueue,enqueue.Task}"
+declare -A flags=([default]="" [plain-inbox]="-DBACKGROUNDABLE_PLAIN_INBOX" [plain-layout]="-DBACKGROUNDABLE_PLAIN_LAYOUT")
+# VARIANTS="default plain-layout" compares a subset; default comes first.
+read -r -a variants <<<"${VARIANTS:-default plain-inbox plain-layout}"
 results="$(mktemp -d)"
 for variant in "${variants[@]}"; do
     echo "building $variant" >&2
@@ -43,7 +44,7 @@ for variant in variants:
         with open(f"{folder}/{variant}.{round}.json") as file:
             for scenario, result in json.load(file)["scenarios"].items():
                 medians.setdefault(scenario, {}).setdefault(variant, []).append(result["median"])
-print(f"fast paths against their plain versions, {rounds} runs each (median ns/unit; ratio to default)")
+print(f"fast paths against their plain versions, {rounds} runs each (median ns/unit or bytes/unit; ratio to default)")
 print(f"{'scenario':48}" + "".join(f"{v:>24}" for v in variants))
 for scenario, byVariant in medians.items():
     base = statistics.median(byVariant["default"])
