@@ -4,30 +4,10 @@
 /// removed. Removal is O(1) (nothing to do), popping is amortised O(1), and the stale
 /// entries are compacted away as soon as they outnumber the live ones.
 struct TicketQueue {
-    /// The slot and the admission's ticket, cut to ``Ticket``: 8 bytes with the low 32
-    /// bits of the ticket (a pending unit has one entry), 16 with all of it in a build
-    /// with `-DBACKGROUNDABLE_PLAIN_LAYOUT`. A stale 32-bit entry could be taken for a
-    /// ready member of its slot only 2^32 admissions later, and that member — ready
-    /// anyway — would then merely start ahead of its turn.
+    /// The slot and the ticket of the admission it was queued for.
     struct Entry: Equatable {
-        #if BACKGROUNDABLE_PLAIN_LAYOUT
-            typealias Ticket = UInt64
-        #else
-            typealias Ticket = UInt32
-        #endif
-
         var slot: Int32
-        var ticket: Ticket
-
-        init(slot: Int32, ticket: UInt64) {
-            self.slot = slot
-            self.ticket = Ticket(truncatingIfNeeded: ticket)
-        }
-
-        /// Whether this entry was made for the admission `ticket` (see ``Entry``).
-        func names(_ ticket: UInt64) -> Bool {
-            self.ticket == Ticket(truncatingIfNeeded: ticket)
-        }
+        var ticket: UInt64
     }
 
     private var entries: [Entry] = []
