@@ -87,12 +87,15 @@ public final class AsyncTask: Sendable {
     public var priority: TaskPriority? {
         priorityRawValue == 0 ? nil : TaskPriority(rawValue: priorityRawValue)
     }
-    /// How long the unit may execute before it times out; `nil` for never. Saturated at
-    /// what the queue's clock holds (see ``nanoseconds(_:)``).
-    public let timeout: Duration?
+    /// How long the unit may execute before it times out; `nil` for never.
+    public var timeout: Duration? {
+        storedTimeout.duration
+    }
+    let storedTimeout: StoredTimeout
 
     /// The settings few units have (`onTimeout`, a start time, a lane, a retry policy,
-    /// an end hook), boxed: inline they would take more than 60 bytes in every unit.
+    /// an end hook), boxed: inline they would take more than 60 bytes in every unit, and
+    /// `memory.BackgroundQueue.pendingUnit` has 8 to spare.
     let extras: Extras?
     let state: Lock<UnitState>
 
@@ -169,7 +172,7 @@ public final class AsyncTask: Sendable {
     /// ``reportProgress(_:)``): 0 for none, else 1 + the fraction in billionths.
     /// Four bytes, declared here, where they fill the padding after the two bytes above:
     /// the instance keeps its size (a wider word or another place would add 16 bytes per
-    /// unit with malloc's rounding).
+    /// unit with malloc's rounding, over `memory.BackgroundQueue.pendingUnit`'s target).
     let progressBits = Atomic<UInt32>(0)
     /// The unit pushed before this one onto its queue's ``UnitInbox`` (an unmanaged
     /// reference's bits; 0 for none). Written by the pusher before the push publishes
@@ -204,7 +207,7 @@ public final class AsyncTask: Sendable {
         claimedBy queue: QueueCore? = nil
     ) {
         self.name = name
-        self.timeout = timeout.map(Self.saturated)
+        self.storedTimeout = StoredTimeout(timeout)
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.extras = extras
@@ -230,7 +233,7 @@ public final class AsyncTask: Sendable {
         claimedBy queue: QueueCore? = nil
     ) {
         self.name = options.name
-        self.timeout = (options.usesStyleTimeout ? styleTimeout : options.timeout).map(Self.saturated)
+        self.storedTimeout = StoredTimeout(options.usesStyleTimeout ? styleTimeout : options.timeout)
         self.priorityRawValue = options.priorityRawValue
         self.uniquenessPolicy = options.uniquenessPolicy
         self.extras = options.extras
@@ -268,11 +271,6 @@ public final class AsyncTask: Sendable {
     }
 
     private static let defaultTimeoutNanoseconds = convert(defaultTimeout)
-
-    /// `duration` in whole nanoseconds, clamped as ``nanoseconds(_:)`` does.
-    static func saturated(_ duration: Duration) -> Duration {
-        duration == defaultTimeout ? duration : .nanoseconds(convert(duration))
-    }
 
     private static func convert(_ duration: Duration) -> Int64 {
         // `components` traps when the seconds do not fit an `Int64`: clamp first.
