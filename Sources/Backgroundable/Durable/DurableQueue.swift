@@ -1,6 +1,16 @@
 public import Foundation
 import Synchronization
 
+#if ServiceLifecycle
+    public import ServiceLifecycle
+
+    /// With the `ServiceLifecycle` trait, a durable queue is a `Service`: ``DurableQueue/run()``
+    /// claims jobs until the group shuts down gracefully, then lets the jobs it holds end.
+    /// List it after the `BackgroundQueueService` of its queue: a group shuts its services
+    /// down in reverse order, so the jobs end before the queue drains.
+    extension DurableQueue: Service {}
+#endif
+
 /// Jobs that outlive the process: each is stored before ``add(_:_:options:)`` returns,
 /// runs as a unit on a ``BackgroundQueue``, and leaves its store only when its outcome
 /// is final — in the next launch of the app, or on another server replica, if this
@@ -55,6 +65,8 @@ public final class DurableQueue: Sendable {
         var handlers: [String: Handler] = [:]
         var kinds: Set<String> = []
         var running: [DurableJobID: AsyncTask] = [:]
+        /// A graceful shutdown began (`ServiceLifecycle` trait): claim nothing more.
+        var isDraining = false
     }
 
     private let state = Lock(State())
@@ -173,15 +185,31 @@ public final class DurableQueue: Sendable {
         return removed
     }
 
-    /// Claims jobs from the store and runs them, until the calling task is cancelled.
+    /// Claims jobs from the store and runs them, until the calling task is cancelled or
+    /// the queue shuts down.
     ///
     /// Jobs start as they fall due: at once when added through this queue, at their
     /// `notBefore` or retry time, or at the next poll when another process added them.
-    /// When the calling task is cancelled, the jobs this call holds are cancelled and
-    /// given back to the store (their attempt not counted), and the call returns once
-    /// the store has them back.
+    ///
+    /// - When the calling task is cancelled, the jobs this call holds are cancelled and
+    ///   given back to the store (their attempt not counted), and the call returns once
+    ///   the store has them back.
+    /// - When ``queue`` stops accepting work (``BackgroundQueue/stopAcceptingWork()``, a
+    ///   ``GracefulShutdown``, a `BackgroundQueueService` draining) — or, with the
+    ///   `ServiceLifecycle` trait, when the `ServiceGroup` running this queue as a
+    ///   `Service` shuts down gracefully — it claims nothing more, and returns once the
+    ///   jobs it holds have ended: the rest wait in the store for the next process.
     public func run() async {
-        await loop(untilIdle: false)
+        #if ServiceLifecycle
+            await withGracefulShutdownHandler {
+                await loop(untilIdle: false)
+            } onGracefulShutdown: {
+                self.state.withLock { $0.isDraining = true }
+                self.doorbell.ring()
+            }
+        #else
+            await loop(untilIdle: false)
+        #endif
     }
 
     /// Claims and runs jobs until none is due and none runs, then returns — for an iOS
@@ -198,13 +226,22 @@ public final class DurableQueue: Sendable {
         return kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
     }
 
+    /// Whether a graceful shutdown stopped the claims (tests wait for it).
+    var isDraining: Bool { state.withLock { $0.isDraining } }
+
     // MARK: - The loop
 
     private func loop(untilIdle: Bool) async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.renewLeases() }
             while !Task.isCancelled {
-                let (kinds, running) = state.withLock { ($0.kinds, $0.running.count) }
+                let (kinds, running, isDraining) = state.withLock { ($0.kinds, $0.running.count, $0.isDraining) }
+                if isDraining || !queue.isAcceptingWork {
+                    // Shutting down: let the jobs held end, claim no more.
+                    if running == 0 { break }
+                    await doorbell.wait(upTo: pollInterval)
+                    continue
+                }
                 let free = maxRunningJobs - running
                 var claimed: [DurableJobRecord] = []
                 var nextDue: Date?

@@ -162,6 +162,34 @@ import Testing
         #expect(try await store.claim(kinds: ["note"], limit: 1, lease: .seconds(1)).map(\.id) == [receipt.id])
     }
 
+    @Test func runLetsItsJobsEndAndReturnsWhenTheQueueStopsAcceptingWork() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let queue = BackgroundQueue()
+        // One job held at a time: the second is not claimed while the first runs.
+        let jobs = DurableQueue(store: store, queue: queue, maxRunningJobs: 1)
+        let journal = Journal()
+        let started = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        jobs.register(.note) { note, _ in
+            journal.record(note.text)
+            started.continuation.yield()
+            var waiting = release.stream.makeAsyncIterator()
+            await waiting.next()
+        }
+        try await jobs.add(.note, Note(text: "running"))
+        let runner = Task { await jobs.run() }
+        var iterator = started.stream.makeAsyncIterator()
+        await iterator.next()
+        let waiting = try await jobs.add(.note, Note(text: "waiting"))
+        queue.stopAcceptingWork()  // a graceful shutdown
+        release.continuation.yield()
+        await runner.value  // returns without being cancelled
+        #expect(journal.all == ["running"])
+        #expect(try await store.jobs().map(\.id) == [waiting.id])  // for the next process
+    }
+
     @Test func cancelRemovesAJobAndStopsItWhereItRuns() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
