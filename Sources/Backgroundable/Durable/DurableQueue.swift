@@ -281,7 +281,9 @@ public final class DurableQueue: Sendable {
             priority: job.priority == 0 ? nil : TaskPriority(rawValue: job.priority),
             // The store keeps names unique; on the queue, a job that replaced one still
             // running here takes its place, and their bodies never overlap.
-            uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane)
+            uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane,
+            // One attempt per claim, whatever the queue's default: the store counts them.
+            retry: .never)
         let unit = DurableTraceContext.restore(job.traceContext) {
             queue.add(options) { try await handler.run(job, context) }
         }

@@ -123,6 +123,24 @@ import Testing
         #expect(offered.all == ["\(AsyncTaskError.timedOut)"])
     }
 
+    @Test func theQueuesOwnRetryPolicyDoesNotRetryAJobBehindTheStoresBack() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let queue = BackgroundQueue(retryPolicy: .fixed(maxAttempts: 3, delay: .zero))
+        let jobs = DurableQueue(store: store, queue: queue)
+        let journal = Journal()
+        struct Failure: Error {}
+        jobs.register(.note) { _, job in
+            journal.record("attempt \(job.attempt)")
+            throw Failure()
+        }
+        try await jobs.add(.note, Note(text: "x"))  // one attempt: the job's own policy
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["attempt 1"])
+        #expect(try await store.jobs().isEmpty)
+    }
+
     @Test func aJobWithNoAttemptsLeftEndsAndLeavesTheStore() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
