@@ -99,9 +99,11 @@ import Testing
         let directory = ScratchDirectory()
         defer { directory.remove() }
         let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let clock = TestClock()
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue(clock: clock))
         let journal = Journal()
         let offered = Journal()
+        let started = AsyncStream<Void>.makeStream()
         jobs.register(
             .note,
             retryingIf: { error in
@@ -110,12 +112,17 @@ import Testing
             }
         ) { _, job in
             journal.record("attempt \(job.attempt)")
-            if job.attempt == 1 { try await Task.sleep(for: .seconds(60)) }  // stuck, until the timeout
+            if job.attempt == 1 {
+                started.continuation.yield()
+                try await Task.sleep(for: .seconds(60))  // stuck, until the timeout
+            }
         }
         try await jobs.add(
-            .note, Note(text: "x"),
-            options: .init(timeout: .milliseconds(20), retry: .fixed(maxAttempts: 2, delay: .zero)))
+            .note, Note(text: "x"), options: .init(timeout: .seconds(20), retry: .fixed(maxAttempts: 2, delay: .zero)))
         let runner = Task { await jobs.run() }
+        var iterator = started.stream.makeAsyncIterator()
+        await iterator.next()
+        clock.advance(by: .seconds(20))
         while try await !store.jobs().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
         runner.cancel()
         await runner.value
