@@ -308,6 +308,20 @@ import Testing
         #expect(error.code == .undecodablePayload)
     }
 
+    @Test func aKindRegisteredTwiceRunsTheLaterHandlerAndNoRunningLimitIsBelowOne() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue(), maxRunningJobs: -3)
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record("first \(note.text)") }
+        jobs.register(.note) { note, _ in journal.record("second \(note.text)") }
+        try await jobs.add(.note, Note(text: "a"))
+        try await jobs.add(.note, Note(text: "b"))
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["second a", "second b"])  // one at a time, in order
+    }
+
     @Test func aPayloadThatDoesNotEncodeIsAClearErrorAndStoresNothing() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
