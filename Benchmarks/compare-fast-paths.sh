@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Compares the library's fast path with its plain version, in one sitting:
 #
-#   default       the lock-free inbox (as shipped)
+#   default       the fast paths (as shipped)
 #   plain-inbox   -DBACKGROUNDABLE_PLAIN_INBOX: every add takes the queue's lock
+#   plain-layout  -DBACKGROUNDABLE_PLAIN_LAYOUT: a unit keeps its timeout as the
+#                 Duration? it was given (24 bytes) instead of Int64 nanoseconds (8)
 #
 # (An unretained owner reference was compared the same way and showed no difference
-# beyond the noise: the plain, retained one replaced it.)
+# beyond the noise: the plain, retained one replaced it. So did two other packed
+# layouts, a 32-bit ticket in ready entries and names as numbers into a group table:
+# each saved under 10 % of a pending unit's memory and nothing measurable in time.
+# Benchmarks/README.md has the table.)
 #
 # Each variant is a release build of backgroundable-bench in a scratch path of its
 # own; the variants then run in turns (ROUNDS rounds, each variant once per round, each
@@ -17,9 +22,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
-filter="${2:-enqueue.BackgroundQueue,e2e.BackgroundQueue.unbounded,e2e.BackgroundQueue.limit1,e2e.Task.detached,enqueue.DispatchQueue,enqueue.Task}"
-variants=(default plain-inbox)
-declare -A flags=([default]="" [plain-inbox]="-DBACKGROUNDABLE_PLAIN_INBOX")
+filter="${2:-memory.BackgroundQueue,enqueue.BackgroundQueue,e2e.BackgroundQueue.unbounded,e2e.BackgroundQueue.limit1,dedup.BackgroundQueue,e2e.Task.detached,enqueue.DispatchQueue,enqueue.Task}"
+declare -A flags=([default]="" [plain-inbox]="-DBACKGROUNDABLE_PLAIN_INBOX" [plain-layout]="-DBACKGROUNDABLE_PLAIN_LAYOUT")
+# VARIANTS="default plain-inbox" picks the variants; default comes first.
+read -r -a variants <<<"${VARIANTS:-default plain-inbox plain-layout}"
 results="$(mktemp -d)"
 for variant in "${variants[@]}"; do
     echo "building $variant" >&2
@@ -43,7 +49,7 @@ for variant in variants:
         with open(f"{folder}/{variant}.{round}.json") as file:
             for scenario, result in json.load(file)["scenarios"].items():
                 medians.setdefault(scenario, {}).setdefault(variant, []).append(result["median"])
-print(f"fast paths against their plain versions, {rounds} runs each (median ns/unit; ratio to default)")
+print(f"fast paths against their plain versions, {rounds} runs each (median ns/unit or bytes/unit; ratio to default)")
 print(f"{'scenario':48}" + "".join(f"{v:>24}" for v in variants))
 for scenario, byVariant in medians.items():
     base = statistics.median(byVariant["default"])

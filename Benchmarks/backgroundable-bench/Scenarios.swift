@@ -26,18 +26,13 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
     [
         // MARK: Memory per pending unit (first, while the heap is fresh).
         Scenario(id: "memory.BackgroundQueue.pendingUnit", unit: "bytes/unit", baseline: nil) { _ in
-            let queue = BackgroundQueue(name: "bench")
-            queue.suspend()
-            trimHeap()
-            let before = residentBytes()
-            for _ in 0..<memoryUnits {
-                queue.add { $0.finish() }
+            pendingMemory(units: memoryUnits) { queue, _ in queue.add { $0.finish() } }
+        },
+        // The same with a distinct name per unit (short enough to be stored inline).
+        Scenario(id: "memory.BackgroundQueue.pendingNamedUnit", unit: "bytes/unit", baseline: nil) { _ in
+            pendingMemory(units: memoryUnits) { queue, index in
+                queue.add(.init(name: "n\(index)", uniquenessPolicy: .drop)) { $0.finish() }
             }
-            let after = residentBytes()
-            queue.cancelAll()
-            queue.resume()
-            drain(queue)
-            return Double(after - before) / Double(memoryUnits)
         },
 
         // MARK: Enqueue: the caller's cost of handing over one no-op unit.
@@ -244,6 +239,22 @@ func allScenarios(memoryUnits: Int) -> [Scenario] {
         },
 
     ]
+}
+
+/// Resident memory per pending unit: `units` units added by `add` to a suspended queue.
+private func pendingMemory(units: Int, _ add: (BackgroundQueue, Int) -> Void) -> Double {
+    let queue = BackgroundQueue(name: "bench")
+    queue.suspend()
+    trimHeap()
+    let before = residentBytes()
+    for index in 0..<units {
+        add(queue, index)
+    }
+    let after = residentBytes()
+    queue.cancelAll()
+    queue.resume()
+    drain(queue)
+    return Double(after - before) / Double(units)
 }
 
 /// First enqueue until the last unit's outcome, for no-op callback-style units.

@@ -268,8 +268,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// operation (its ``BackgroundOperationQueue``, or the shared deadline keeper), with
     /// the same rules and the same one sleeper per queue as every unit.
     private func keepDeadline() {
-        guard unit.hasTimeout else { return }
-        let timeout = unit.timeoutNanoseconds
+        guard let timeout = unit.storedTimeout.nanoseconds else { return }
         if let tracking = bridge.withLock({ $0.tracking }) {
             // A stale handle (the operation's end overtook its start) is ignored.
             tracking.queue.transition { machine, actions in

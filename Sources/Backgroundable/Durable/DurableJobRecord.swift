@@ -37,12 +37,16 @@ public struct DurableJobRecord: Sendable, Hashable, Codable {
     public var sequence: Int64
     /// The error of the last failed attempt, as text.
     public var lastError: String?
+    /// The trace context of the code that added the job, as propagation headers (with
+    /// the `Tracing` trait and a tracer bootstrapped; `nil` otherwise): the job's unit
+    /// is traced as a child of it, wherever it runs.
+    public var traceContext: [String: String]?
 
     /// A record; a ``DurableQueue`` makes them.
     public init(
         id: DurableJobID, kind: String, payload: Data, name: String?, lane: String?, priority: UInt8,
         timeout: Duration?, maxAttempts: Int, backoff: RetryPolicy.Backoff, runAt: Date, attempt: Int = 0,
-        enqueuedAt: Date, sequence: Int64 = 0, lastError: String? = nil
+        enqueuedAt: Date, sequence: Int64 = 0, lastError: String? = nil, traceContext: [String: String]? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -58,5 +62,6 @@ public struct DurableJobRecord: Sendable, Hashable, Codable {
         self.enqueuedAt = enqueuedAt
         self.sequence = sequence
         self.lastError = lastError
+        self.traceContext = traceContext
     }
 }

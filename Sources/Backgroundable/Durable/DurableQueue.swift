@@ -1,6 +1,16 @@
 public import Foundation
 import Synchronization
 
+#if ServiceLifecycle
+    public import ServiceLifecycle
+
+    /// With the `ServiceLifecycle` trait, a durable queue is a `Service`: ``DurableQueue/run()``
+    /// claims jobs until the group shuts down gracefully, then lets the jobs it holds end.
+    /// List it after the `BackgroundQueueService` of its queue: a group shuts its services
+    /// down in reverse order, so the jobs end before the queue drains.
+    extension DurableQueue: Service {}
+#endif
+
 /// Jobs that outlive the process: each is stored before ``add(_:_:options:)`` returns,
 /// runs as a unit on a ``BackgroundQueue``, and leaves its store only when its outcome
 /// is final — in the next launch of the app, or on another server replica, if this
@@ -55,6 +65,8 @@ public final class DurableQueue: Sendable {
         var handlers: [String: Handler] = [:]
         var kinds: Set<String> = []
         var running: [DurableJobID: AsyncTask] = [:]
+        /// A graceful shutdown began (`ServiceLifecycle` trait): claim nothing more.
+        var isDraining = false
     }
 
     private let state = Lock(State())
@@ -105,8 +117,8 @@ public final class DurableQueue: Sendable {
     /// - Parameters:
     ///   - kind: The kind the handler runs.
     ///   - shouldRetry: which errors are worth another attempt (when the job has attempts
-    ///     left); `nil` retries every error. A payload that no longer decodes is never
-    ///     retried.
+    ///     left); `nil` retries every error. An attempt that timed out is offered as
+    ///     ``AsyncTaskError/timedOut``. A payload that no longer decodes is never retried.
     ///   - handler: the job's work, given its decoded payload and its context. It runs as
     ///     the async body of a unit: off the caller's actor unless it names one, cancelled
     ///     when the unit is.
@@ -156,7 +168,7 @@ public final class DurableQueue: Sendable {
             id: DurableJobID(), kind: kind.name, payload: data, name: options.name, lane: options.lane,
             priority: options.priority?.rawValue ?? 0, timeout: options.timeout,
             maxAttempts: options.retry.maxAttempts, backoff: options.retry.backoff,
-            runAt: options.notBefore ?? now, enqueuedAt: now)
+            runAt: options.notBefore ?? now, enqueuedAt: now, traceContext: DurableTraceContext.capture())
         let receipt = try await store.enqueue(job, replacing: options.uniquenessPolicy == .replace)
         if let replaced = receipt.replaced { cancelRunning(replaced) }
         if !receipt.wasDropped { doorbell.ring() }
@@ -173,15 +185,31 @@ public final class DurableQueue: Sendable {
         return removed
     }
 
-    /// Claims jobs from the store and runs them, until the calling task is cancelled.
+    /// Claims jobs from the store and runs them, until the calling task is cancelled or
+    /// the queue shuts down.
     ///
     /// Jobs start as they fall due: at once when added through this queue, at their
     /// `notBefore` or retry time, or at the next poll when another process added them.
-    /// When the calling task is cancelled, the jobs this call holds are cancelled and
-    /// given back to the store (their attempt not counted), and the call returns once
-    /// the store has them back.
+    ///
+    /// - When the calling task is cancelled, the jobs this call holds are cancelled and
+    ///   given back to the store (their attempt not counted), and the call returns once
+    ///   the store has them back.
+    /// - When ``queue`` stops accepting work (``BackgroundQueue/stopAcceptingWork()``, a
+    ///   ``GracefulShutdown``, a `BackgroundQueueService` draining) — or, with the
+    ///   `ServiceLifecycle` trait, when the `ServiceGroup` running this queue as a
+    ///   `Service` shuts down gracefully — it claims nothing more, and returns once the
+    ///   jobs it holds have ended: the rest wait in the store for the next process.
     public func run() async {
-        await loop(untilIdle: false)
+        #if ServiceLifecycle
+            await withGracefulShutdownHandler {
+                await loop(untilIdle: false)
+            } onGracefulShutdown: {
+                self.state.withLock { $0.isDraining = true }
+                self.doorbell.ring()
+            }
+        #else
+            await loop(untilIdle: false)
+        #endif
     }
 
     /// Claims and runs jobs until none is due and none runs, then returns — for an iOS
@@ -198,13 +226,22 @@ public final class DurableQueue: Sendable {
         return kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
     }
 
+    /// Whether a graceful shutdown stopped the claims (tests wait for it).
+    var isDraining: Bool { state.withLock { $0.isDraining } }
+
     // MARK: - The loop
 
     private func loop(untilIdle: Bool) async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.renewLeases() }
             while !Task.isCancelled {
-                let (kinds, running) = state.withLock { ($0.kinds, $0.running.count) }
+                let (kinds, running, isDraining) = state.withLock { ($0.kinds, $0.running.count, $0.isDraining) }
+                if isDraining || !queue.isAcceptingWork {
+                    // Shutting down: let the jobs held end, claim no more.
+                    if running == 0 { break }
+                    await doorbell.wait(upTo: pollInterval)
+                    continue
+                }
                 let free = maxRunningJobs - running
                 var claimed: [DurableJobRecord] = []
                 var nextDue: Date?
@@ -231,7 +268,11 @@ public final class DurableQueue: Sendable {
     }
 
     private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
-        guard let handler = state.withLock({ $0.handlers[job.kind] }) else { return }
+        guard let handler = state.withLock({ $0.handlers[job.kind] }) else {
+            // Claimed by kind, so registered: kinds are never unregistered. Give it back.
+            group.addTask { try? await self.store.release(job.id) }
+            return
+        }
         let context = DurableJobContext(
             id: job.id, kind: job.kind, name: job.name, attempt: job.attempt, maxAttempts: job.maxAttempts,
             enqueuedAt: job.enqueuedAt)
@@ -240,8 +281,12 @@ public final class DurableQueue: Sendable {
             priority: job.priority == 0 ? nil : TaskPriority(rawValue: job.priority),
             // The store keeps names unique; on the queue, a job that replaced one still
             // running here takes its place, and their bodies never overlap.
-            uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane)
-        let unit = queue.add(options) { try await handler.run(job, context) }
+            uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane,
+            // One attempt per claim, whatever the queue's default: the store counts them.
+            retry: .never)
+        let unit = DurableTraceContext.restore(job.traceContext) {
+            queue.add(options) { try await handler.run(job, context) }
+        }
         state.withLock { $0.running[job.id] = unit.task }
         group.addTask {
             // Cancelling this task (run() cancelled) cancels the unit; the store hears of
@@ -263,7 +308,7 @@ public final class DurableQueue: Sendable {
         case .finished:
             step = { try await store.complete(job.id) }
         case .failed, .timedOut:
-            let error: any Error = outcome.error ?? DurableStoreError(.io, "timed out")
+            let error: any Error = outcome.error ?? AsyncTaskError.timedOut
             let message = outcome.kind == .timedOut ? "timed out after \(job.timeout ?? .zero)" : "\(error)"
             let isRetryable =
                 job.attempt < job.maxAttempts

@@ -4,24 +4,10 @@
 /// removed. Removal is O(1) (nothing to do), popping is amortised O(1), and the stale
 /// entries are compacted away as soon as they outnumber the live ones.
 struct TicketQueue {
-    /// 8 bytes: the slot and the low 32 bits of the admission's ticket. A pending unit
-    /// has one entry, and 8 bytes less per unit keeps `memory.BackgroundQueue.pendingUnit`
-    /// under its 256-byte target. A stale entry could be taken for a ready member of its
-    /// slot only 2^32 admissions later, and that member — ready anyway — would then
-    /// merely start ahead of its turn.
+    /// The slot and the ticket of the admission it was queued for.
     struct Entry: Equatable {
         var slot: Int32
-        var ticket: UInt32
-
-        init(slot: Int32, ticket: UInt64) {
-            self.slot = slot
-            self.ticket = UInt32(truncatingIfNeeded: ticket)
-        }
-
-        /// Whether this entry was made for the admission `ticket` (see ``Entry``).
-        func names(_ ticket: UInt64) -> Bool {
-            self.ticket == UInt32(truncatingIfNeeded: ticket)
-        }
+        var ticket: UInt64
     }
 
     private var entries: [Entry] = []

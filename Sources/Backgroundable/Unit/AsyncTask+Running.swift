@@ -7,7 +7,7 @@ extension AsyncTask {
         let isEscalated = escalated != 0 && Self.rank(escalated) > Self.rank(priorityRawValue)
         return .init(
             member: self, name: name, policy: uniquenessPolicy, priority: isEscalated ? escalated : priorityRawValue,
-            timeout: hasTimeout ? timeoutNanoseconds : nil, delay: extras?.notBefore?.delayFromNow ?? 0,
+            timeout: storedTimeout.nanoseconds, delay: extras?.notBefore?.delayFromNow ?? 0,
             lane: extras?.lane, escalated: isEscalated)
     }
 

@@ -89,13 +89,9 @@ public final class AsyncTask: Sendable {
     }
     /// How long the unit may execute before it times out; `nil` for never.
     public var timeout: Duration? {
-        hasTimeout ? .nanoseconds(timeoutNanoseconds) : nil
+        storedTimeout.duration
     }
-    /// ``timeout`` in 8 bytes instead of 24, and plain integers for the queue's
-    /// deadline arithmetic; `Int64.min` for none (`memory.BackgroundQueue.pendingUnit`
-    /// measures what a pending unit costs).
-    let timeoutNanoseconds: Int64
-    var hasTimeout: Bool { timeoutNanoseconds != .min }
+    let storedTimeout: StoredTimeout
 
     /// The settings few units have (`onTimeout`, a start time, a lane, a retry policy,
     /// an end hook), boxed: inline they would take more than 60 bytes in every unit, and
@@ -211,7 +207,7 @@ public final class AsyncTask: Sendable {
         claimedBy queue: QueueCore? = nil
     ) {
         self.name = name
-        self.timeoutNanoseconds = timeout.map(Self.nanoseconds) ?? .min
+        self.storedTimeout = StoredTimeout(timeout)
         self.priorityRawValue = priorityRawValue
         self.uniquenessPolicy = uniquenessPolicy
         self.extras = extras
@@ -237,9 +233,7 @@ public final class AsyncTask: Sendable {
         claimedBy queue: QueueCore? = nil
     ) {
         self.name = options.name
-        self.timeoutNanoseconds =
-            options.usesStyleTimeout
-            ? (styleTimeout.map(Self.nanoseconds) ?? .min) : (options.timeout.map(Self.nanoseconds) ?? .min)
+        self.storedTimeout = StoredTimeout(options.usesStyleTimeout ? styleTimeout : options.timeout)
         self.priorityRawValue = options.priorityRawValue
         self.uniquenessPolicy = options.uniquenessPolicy
         self.extras = options.extras

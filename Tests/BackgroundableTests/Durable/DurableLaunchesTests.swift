@@ -41,10 +41,9 @@ import Testing
     }
 
     @Test func aLaunchRunsTheDueJobsCompletesAndAsksForTheNext() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let jobs = setup.jobs
         let journal = Journal()
         jobs.register(.note) { note, _ in journal.record(note.text) }
         let later = Date().addingTimeInterval(600)
@@ -59,21 +58,19 @@ import Testing
     }
 
     @Test func anExpiredLaunchGivesItsJobsBackAndCompletesUnsuccessfully() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
-        let started = AsyncStream<Void>.makeStream()
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
+        let started = Signal()
         jobs.register(.note) { _, _ in
-            started.continuation.yield()
+            started.signal()
             try await Task.sleep(for: .seconds(60))
         }
         let receipt = try await jobs.add(.note, Note(text: "long upload"))
         let (launches, submitted) = launches(jobs)
         let task = FakeTask()
         let launch = Task { await launches.launched(task) }
-        var iterator = started.stream.makeAsyncIterator()
-        await iterator.next()
+        await started.wait()
         task.expire()
         await launch.value
         #expect(task.completions.withLock { $0 } == [false])

@@ -19,10 +19,9 @@ import Testing
     }
 
     @Test func aJobRunsOnceAndLeavesTheStore() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
         jobs.register(.note) { note, job in journal.record("\(note.text) \(job.attempt)") }
         let receipt = try await jobs.add(.note, Note(text: "a"))
@@ -33,10 +32,9 @@ import Testing
     }
 
     @Test func aNameDropsOrReplacesAcrossTheStore() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let jobs = setup.jobs
         let first = try await jobs.add(.note, Note(text: "first"), options: .init(name: "sync"))
         let dropped = try await jobs.add(.note, Note(text: "second"), options: .init(name: "sync"))
         #expect(dropped.wasDropped && dropped.id == first.id)
@@ -50,24 +48,22 @@ import Testing
     }
 
     @Test func aReplaceCancelsTheJobRunningHereAndTheBodiesNeverOverlap() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
-        let started = AsyncStream<Void>.makeStream()
+        let started = Signal()
         jobs.register(.note) { note, _ in
             journal.record("\(note.text) in")
             if note.text == "old" {
-                started.continuation.yield()
+                started.signal()
                 try? await Task.sleep(for: .seconds(60))  // until cancelled
             }
             journal.record("\(note.text) out")
         }
         let runner = Task { await jobs.run() }
         try await jobs.add(.note, Note(text: "old"), options: .init(name: "n"))
-        var iterator = started.stream.makeAsyncIterator()
-        await iterator.next()
+        await started.wait()
         try await jobs.add(.note, Note(text: "new"), options: .init(name: "n", uniquenessPolicy: .replace))
         while try await !store.jobs().isEmpty { await Task.yield() }
         runner.cancel()
@@ -76,10 +72,9 @@ import Testing
     }
 
     @Test func aFailedAttemptIsRetriedWithItsAttemptNumberAndTheSameID() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
         struct Flaky: Error {}
         jobs.register(.note) { note, job in
@@ -95,11 +90,62 @@ import Testing
         #expect(journal.all == ["\(receipt.id) 1/4", "\(receipt.id) 2/4", "\(receipt.id) 3/4"])
     }
 
-    @Test func aJobWithNoAttemptsLeftEndsAndLeavesTheStore() async throws {
+    @Test func anAttemptThatTimesOutCountsAsAFailedOne() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
         let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let clock = TestClock()
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue(clock: clock))
+        let journal = Journal()
+        let offered = Journal()
+        let started = Signal()
+        jobs.register(
+            .note,
+            retryingIf: { error in
+                offered.record("\(error)")
+                return true
+            }
+        ) { _, job in
+            journal.record("attempt \(job.attempt)")
+            if job.attempt == 1 {
+                started.signal()
+                try await Task.sleep(for: .seconds(60))  // stuck, until the timeout
+            }
+        }
+        try await jobs.add(
+            .note, Note(text: "x"), options: .init(timeout: .seconds(20), retry: .fixed(maxAttempts: 2, delay: .zero)))
+        let runner = Task { await jobs.run() }
+        await started.wait()
+        clock.advance(by: .seconds(20))
+        while try await !store.jobs().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        runner.cancel()
+        await runner.value
+        #expect(journal.all == ["attempt 1", "attempt 2"])
+        #expect(offered.all == ["\(AsyncTaskError.timedOut)"])
+    }
+
+    @Test func theQueuesOwnRetryPolicyDoesNotRetryAJobBehindTheStoresBack() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let queue = BackgroundQueue(retryPolicy: .fixed(maxAttempts: 3, delay: .zero))
+        let jobs = DurableQueue(store: store, queue: queue)
+        let journal = Journal()
+        struct Failure: Error {}
+        jobs.register(.note) { _, job in
+            journal.record("attempt \(job.attempt)")
+            throw Failure()
+        }
+        try await jobs.add(.note, Note(text: "x"))  // one attempt: the job's own policy
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["attempt 1"])
+        #expect(try await store.jobs().isEmpty)
+    }
+
+    @Test func aJobWithNoAttemptsLeftEndsAndLeavesTheStore() async throws {
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
         struct Permanent: Error {}
         jobs.register(.note, retryingIf: { !($0 is Permanent) }) { note, job in
@@ -113,19 +159,17 @@ import Testing
     }
 
     @Test func cancellingRunGivesTheRunningJobBackWithoutCountingItsAttempt() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
-        let started = AsyncStream<Void>.makeStream()
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
+        let started = Signal()
         jobs.register(.note) { _, _ in
-            started.continuation.yield()
+            started.signal()
             try await Task.sleep(for: .seconds(60))
         }
         let receipt = try await jobs.add(.note, Note(text: "long"))
         let runner = Task { await jobs.run() }
-        var iterator = started.stream.makeAsyncIterator()
-        await iterator.next()
+        await started.wait()
         runner.cancel()
         await runner.value
         let stored = try await store.jobs()
@@ -134,20 +178,45 @@ import Testing
         #expect(try await store.claim(kinds: ["note"], limit: 1, lease: .seconds(1)).map(\.id) == [receipt.id])
     }
 
-    @Test func cancelRemovesAJobAndStopsItWhereItRuns() async throws {
+    @Test func runLetsItsJobsEndAndReturnsWhenTheQueueStopsAcceptingWork() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
         let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
-        let started = AsyncStream<Void>.makeStream()
+        let queue = BackgroundQueue()
+        // One job held at a time: the second is not claimed while the first runs.
+        let jobs = DurableQueue(store: store, queue: queue, maxRunningJobs: 1)
+        let journal = Journal()
+        let started = Signal()
+        let release = AsyncStream<Void>.makeStream()
+        jobs.register(.note) { note, _ in
+            journal.record(note.text)
+            started.signal()
+            var waiting = release.stream.makeAsyncIterator()
+            await waiting.next()
+        }
+        try await jobs.add(.note, Note(text: "running"))
+        let runner = Task { await jobs.run() }
+        await started.wait()
+        let waiting = try await jobs.add(.note, Note(text: "waiting"))
+        queue.stopAcceptingWork()  // a graceful shutdown
+        release.continuation.yield()
+        await runner.value  // returns without being cancelled
+        #expect(journal.all == ["running"])
+        #expect(try await store.jobs().map(\.id) == [waiting.id])  // for the next process
+    }
+
+    @Test func cancelRemovesAJobAndStopsItWhereItRuns() async throws {
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
+        let started = Signal()
         jobs.register(.note) { _, _ in
-            started.continuation.yield()
+            started.signal()
             try await Task.sleep(for: .seconds(60))
         }
         let receipt = try await jobs.add(.note, Note(text: "long"))
         let runner = Task { await jobs.runUntilIdle() }
-        var iterator = started.stream.makeAsyncIterator()
-        await iterator.next()
+        await started.wait()
         #expect(try await jobs.cancel(receipt.id))
         await runner.value
         #expect(try await store.jobs().isEmpty)
@@ -173,10 +242,9 @@ import Testing
     }
 
     @Test func aDelayedJobWaitsForItsTime() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
         jobs.register(.note) { note, _ in journal.record(note.text) }
         let later = Date().addingTimeInterval(3600)
@@ -188,10 +256,9 @@ import Testing
     }
 
     @Test func aKindNobodyRegisteredStaysInTheStoreUntouched() async throws {
-        let directory = ScratchDirectory()
-        defer { directory.remove() }
-        let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
         jobs.register(.note) { note, _ in journal.record(note.text) }
         // A newer version of the app stored a kind this one does not know.
@@ -227,11 +294,24 @@ import Testing
         #expect(error.code == .undecodablePayload)
     }
 
-    @Test func aPayloadThatDoesNotEncodeIsAClearErrorAndStoresNothing() async throws {
+    @Test func aKindRegisteredTwiceRunsTheLaterHandlerAndNoRunningLimitIsBelowOne() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
         let store = try await FileJobStore(directory: directory.url)
-        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue(), maxRunningJobs: -3)
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record("first \(note.text)") }
+        jobs.register(.note) { note, _ in journal.record("second \(note.text)") }
+        try await jobs.add(.note, Note(text: "a"))
+        try await jobs.add(.note, Note(text: "b"))
+        await jobs.runUntilIdle()
+        #expect(journal.all == ["second a", "second b"])  // one at a time, in order
+    }
+
+    @Test func aPayloadThatDoesNotEncodeIsAClearErrorAndStoresNothing() async throws {
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
         let error = await #expect(throws: DurableStoreError.self) {
             try await jobs.add(DurableJobKind<Double>("number"), .nan)
         }

@@ -29,6 +29,21 @@ final class Journal: Sendable {
     var all: [String] { entries.withLock { $0 } }
 }
 
+/// A file store in a fresh directory and a durable queue over it; `remove()` the
+/// directory when done.
+struct DurableSetup {
+    let directory = ScratchDirectory()
+    let store: FileJobStore
+    let jobs: DurableQueue
+
+    init(queue: BackgroundQueue = BackgroundQueue(), maxRunningJobs: Int = 16) async throws {
+        store = try await FileJobStore(directory: directory.url)
+        jobs = DurableQueue(store: store, queue: queue, maxRunningJobs: maxRunningJobs)
+    }
+
+    func remove() { directory.remove() }
+}
+
 /// Records of a store, opened fresh on `directory` (the previous store must be gone).
 func storedJobs(in directory: ScratchDirectory) async throws -> [DurableJobRecord] {
     try await FileJobStore(directory: directory.url).jobs()

@@ -123,6 +123,32 @@
         #endif
 
         #if Tracing
+            @Test func aDurableJobIsTracedUnderTheSpanThatAddedItWhereverItRuns() async throws {
+                let tracer = testTracer
+                let name = "durable-tracing-\(UUID().uuidString)"
+                let directory = ScratchDirectory()
+                defer { directory.remove() }
+                let parent = startSpan("request-\(name)")
+                // Added under a span by one queue, whose store then closes...
+                try await InstrumentationContext.$current.withValue(parent.context) {
+                    let jobs = DurableQueue(
+                        store: try await FileJobStore(directory: directory.url), queue: BackgroundQueue())
+                    try await jobs.add(.note, Note(text: "traced"), options: .init(name: name))
+                }
+                parent.end()
+                // ...and run, outside any span, by another over the same directory.
+                let jobs = DurableQueue(
+                    store: try await FileJobStore(directory: directory.url),
+                    queue: BackgroundQueue(backgroundTaskProvider: NoopBackgroundTaskProvider()))
+                jobs.register(.note) { _, _ in }
+                await jobs.runUntilIdle()
+                let parentSpan = tracer.finishedSpans.first { $0.operationName == "request-\(name)" }
+                let span = tracer.finishedSpans.first { $0.operationName == name }
+                #expect(parentSpan != nil && span != nil)
+                #expect(span?.parentSpanID == parentSpan?.spanID)
+                #expect(span?.traceID == parentSpan?.traceID)
+            }
+
             @Test func everyUnitHasASpanUnderTheSpanActiveWhereItWasAdded() async throws {
                 let tracer = testTracer
                 let name = "tracing-\(UUID().uuidString)"

@@ -18,6 +18,36 @@
             return ServiceGroup(configuration: configuration)
         }
 
+        @Test func aDurableQueueUnderAServiceGroupLetsItsJobsEndAndLeavesTheRestStored() async throws {
+            let directory = ScratchDirectory()
+            defer { directory.remove() }
+            let store = try await FileJobStore(directory: directory.url)
+            let queue = BackgroundQueue(name: "durable", backgroundTaskProvider: NoopBackgroundTaskProvider())
+            let jobs = DurableQueue(store: store, queue: queue, maxRunningJobs: 1)
+            let started = Signal()
+            let release = Signal()
+            let ran = Recorder<String>()
+            jobs.register(.note) { note, _ in
+                ran.append(note.text)
+                started.signal()
+                await release.wait()
+            }
+            try await jobs.add(.note, Note(text: "running"))
+            // Listed after the queue's service: the group stops it first.
+            let group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: [BackgroundQueueService(queue), jobs], logger: Logger(label: "backgroundable-tests")))
+            let running = Task { try await group.run() }
+            await started.wait()
+            let waiting = try await jobs.add(.note, Note(text: "waiting"))
+            await group.triggerGracefulShutdown()
+            while !jobs.isDraining { await Task.yield() }  // the group told the durable queue
+            release.signal()
+            try await running.value
+            #expect(ran.all == ["running"])
+            #expect(try await store.jobs().map(\.id) == [waiting.id])
+        }
+
         @Test func gracefulShutdownDrainsTheQueuesAndTurnsLateWorkAway() async throws {
             let queue = BackgroundQueue(name: "jobs", backgroundTaskProvider: NoopBackgroundTaskProvider())
             let reports = Recorder<ShutdownReport>()

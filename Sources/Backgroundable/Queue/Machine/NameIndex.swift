@@ -20,38 +20,34 @@ struct NameIndex {
 
     /// The live members of one name: the first and last, linked through ``links``.
     private struct Group {
-        var name: String
         var first: Int32
         var last: Int32
         var count: Int
     }
 
-    /// A slot's place in its name's group; -1 for none.
+    /// A slot's place in its name's group; `nil` and -1 for none.
     private struct Link {
-        var group: Int32 = -1
+        var name: String?
         var previous: Int32 = -1
         var next: Int32 = -1
     }
 
-    /// The group of each live name, by name.
-    private var groupsByName: [String: Int32] = [:]
-    /// The groups, by number; a free number is reused.
-    private var groups: [Group] = []
-    private var freeGroups: [Int32] = []
+    /// The group of each live name.
+    private var groups: [String: Group] = [:]
     /// By slot, as far as the highest slot that had a name.
     private var links: [Link] = []
 
     /// The live names.
-    var count: Int { groupsByName.count }
+    var count: Int { groups.count }
 
     func contains(_ name: String) -> Bool {
-        groupsByName[name] != nil
+        groups[name] != nil
     }
 
     /// The first live member of `name`, in admission order; the others follow through
     /// ``next(after:)``.
     func first(named name: String) -> Int32? {
-        groupsByName[name].map { groups[Int($0)].first }
+        groups[name]?.first
     }
 
     /// The next live member of the same name as `slot`, or -1.
@@ -60,65 +56,52 @@ struct NameIndex {
     }
 
     func decide(_ name: String, _ policy: UniquenessPolicy) -> Decision {
-        guard let number = groupsByName[name] else { return .admit }
+        guard let group = groups[name] else { return .admit }
         switch policy.kind {
         case .ignore: return .admit
         case .drop: return .drop
-        case .join: return .join(primary: groups[Int(number)].last)
-        case .replace: return .replace(first: groups[Int(number)].first)
+        case .join: return .join(primary: group.last)
+        case .replace: return .replace(first: group.first)
         }
     }
 
     /// `slot` is the newest live member of `name`.
     mutating func insert(_ slot: Int32, named name: String) {
         while links.count <= Int(slot) { links.append(Link()) }
-        if let number = groupsByName[name] {
-            let last = groups[Int(number)].last
-            links[Int(last)].next = slot
-            links[Int(slot)] = Link(group: number, previous: last)
-            groups[Int(number)].last = slot
-            groups[Int(number)].count += 1
+        guard var group = groups[name] else {
+            groups[name] = Group(first: slot, last: slot, count: 1)
+            links[Int(slot)] = Link(name: name)
             return
         }
-        let group = Group(name: name, first: slot, last: slot, count: 1)
-        let number: Int32
-        if let free = freeGroups.popLast() {
-            number = free
-            groups[Int(number)] = group
-        } else {
-            number = Int32(groups.count)
-            groups.append(group)
-        }
-        groupsByName[name] = number
-        links[Int(slot)] = Link(group: number)
+        links[Int(group.last)].next = slot
+        links[Int(slot)] = Link(name: name, previous: group.last)
+        group.last = slot
+        group.count += 1
+        groups[name] = group
     }
 
     /// `slot` no longer counts for its name (if it had one).
     mutating func remove(_ slot: Int32) {
         guard Int(slot) < links.count else { return }
         let link = links[Int(slot)]
-        guard link.group >= 0 else { return }
+        guard let name = link.name else { return }
         links[Int(slot)] = Link()
         if link.previous >= 0 { links[Int(link.previous)].next = link.next }
         if link.next >= 0 { links[Int(link.next)].previous = link.previous }
-        let number = Int(link.group)
-        groups[number].count -= 1
-        if groups[number].count == 0 {
-            groupsByName[groups[number].name] = nil
-            groups[number].name = ""
-            freeGroups.append(link.group)
+        guard var group = groups[name], group.count > 1 else {
+            groups[name] = nil
             return
         }
-        if groups[number].first == slot { groups[number].first = link.next }
-        if groups[number].last == slot { groups[number].last = link.previous }
+        group.count -= 1
+        if group.first == slot { group.first = link.next }
+        if group.last == slot { group.last = link.previous }
+        groups[name] = group
     }
 
     /// Forgets every name (the queue is idle: every member left, so every link is
     /// clear already); keeps a small link buffer for the next ones.
     mutating func removeAll() {
-        groupsByName = [:]
-        groups = []
-        freeGroups = []
+        groups = [:]
         if links.count > 64 { links = [] }
     }
 }

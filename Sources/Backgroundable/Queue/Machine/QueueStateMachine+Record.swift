@@ -43,7 +43,7 @@ extension QueueStateMachine {
     /// member leaves a stale entry at its former rank).
     static func isReady(_ entry: TicketQueue.Entry, rank: UInt8, in records: [Record]) -> Bool {
         let index = Int(entry.slot)
-        return entry.names(records[index].ticket) && records[index].place == .ready && !records[index].isEnding
+        return records[index].ticket == entry.ticket && records[index].place == .ready && !records[index].isEnding
             && Self.rank(records[index].priority) == rank
     }
 
