@@ -126,6 +126,7 @@
                             attempt bigint NOT NULL,
                             enqueued_at timestamptz NOT NULL DEFAULT now(),
                             last_error text,
+                            trace_context text,
                             lease_owner uuid,
                             lease_until timestamptz
                         )
@@ -156,23 +157,28 @@
         /// The columns a record is read from, in every statement that returns records.
         private static let columns = [
             "id", "sequence", "kind", "payload", "name", "lane", "priority", "timeout_seconds", "timeout_attoseconds",
-            "max_attempts", "backoff", "run_at", "attempt", "enqueued_at", "last_error",
+            "max_attempts", "backoff", "run_at", "attempt", "enqueued_at", "last_error", "trace_context",
         ]
 
         public func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
             let backoff: String
+            let traceContext: String?
             do {
                 backoff = String(decoding: try JSONEncoder().encode(job.backoff), as: UTF8.self)
+                traceContext = try job.traceContext.map {
+                    String(decoding: try JSONEncoder().encode($0), as: UTF8.self)
+                }
             } catch {
-                throw DurableStoreError(.encoding, "the backoff of job \(job.id) does not encode: \(error)")
+                throw DurableStoreError(.encoding, "job \(job.id) does not encode: \(error)")
             }
             let delay = Self.seconds(job.runAt.timeIntervalSince(job.enqueuedAt))
             var insert = PostgresQuery(
                 unsafeSQL: """
                     INSERT INTO \(qualifiedTable) (id, kind, payload, name, lane, priority, timeout_seconds,
-                        timeout_attoseconds, max_attempts, backoff, run_at, attempt, last_error)
+                        timeout_attoseconds, max_attempts, backoff, run_at, attempt, last_error, trace_context)
                     SELECT $1::uuid, $2::text, $3::bytea, $4::text, $5::text, $6::smallint, $7::bigint, $8::bigint,
-                        $9::bigint, $10::text, now() + make_interval(secs => $11::float8), $12::bigint, $13::text
+                        $9::bigint, $10::text, now() + make_interval(secs => $11::float8), $12::bigint, $13::text,
+                        $14::text
                     """)
             insert.binds.append(job.id.uuid)
             insert.binds.append(job.kind)
@@ -187,6 +193,7 @@
             insert.binds.append(delay)
             insert.binds.append(job.attempt)
             insert.binds.append(job.lastError)
+            insert.binds.append(traceContext)
 
             guard let name = job.name else {
                 _ = try await rows(insert, "storing job \(job.id)")
@@ -199,7 +206,7 @@
             if replacing {
                 // The delete runs first: the insert reads its result.
                 statement.sql = """
-                    WITH old AS (DELETE FROM \(qualifiedTable) WHERE name = $14::text RETURNING id),
+                    WITH old AS (DELETE FROM \(qualifiedTable) WHERE name = $15::text RETURNING id),
                     new AS (
                         \(insert.sql) FROM (SELECT count(*) FROM old) AS deleted
                         ON CONFLICT (name) WHERE name IS NOT NULL DO NOTHING RETURNING id
@@ -211,7 +218,7 @@
                     WITH new AS (\(insert.sql) ON CONFLICT (name) WHERE name IS NOT NULL DO NOTHING RETURNING id)
                     SELECT id, NULL::uuid AS other FROM new
                     UNION ALL
-                    SELECT NULL::uuid, id FROM \(qualifiedTable) WHERE name = $14::text AND NOT EXISTS (SELECT FROM new)
+                    SELECT NULL::uuid, id FROM \(qualifiedTable) WHERE name = $15::text AND NOT EXISTS (SELECT FROM new)
                     """
             }
             for _ in 0..<100 {
@@ -354,20 +361,26 @@
                 try $0.decode(
                     (
                         UUID, Int64, String, Data, String?, String?, Int16, Int64?, Int64?, Int, String, Date, Int,
-                        Date, String?
+                        Date, String?, String?
                     ).self)
             }
             let backoff: RetryPolicy.Backoff
+            let traceContext: [String: String]?
             do {
                 backoff = try JSONDecoder().decode(RetryPolicy.Backoff.self, from: Data(fields.10.utf8))
+                traceContext = try fields.15.map {
+                    try JSONDecoder().decode([String: String].self, from: Data($0.utf8))
+                }
             } catch {
-                throw DurableStoreError(.encoding, "job \(fields.0): its backoff does not decode: \(error)")
+                throw DurableStoreError(
+                    .encoding, "job \(fields.0): its backoff or trace context does not decode: \(error)")
             }
             let timeout = fields.7.map { Duration(secondsComponent: $0, attosecondsComponent: fields.8 ?? 0) }
             return DurableJobRecord(
                 id: DurableJobID(uuid: fields.0), kind: fields.2, payload: fields.3, name: fields.4, lane: fields.5,
                 priority: UInt8(clamping: fields.6), timeout: timeout, maxAttempts: fields.9, backoff: backoff,
-                runAt: fields.11, attempt: fields.12, enqueuedAt: fields.13, sequence: fields.1, lastError: fields.14)
+                runAt: fields.11, attempt: fields.12, enqueuedAt: fields.13, sequence: fields.1, lastError: fields.14,
+                traceContext: traceContext)
         }
 
         /// A delay in seconds for `make_interval`: at least 0, at most about 300 years.

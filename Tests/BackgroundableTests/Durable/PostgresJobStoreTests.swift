@@ -36,6 +36,7 @@
                 job.maxAttempts = 5
                 job.backoff = .exponential(
                     initialDelay: .seconds(2), multiplier: 3, maximumDelay: .seconds(60), jitter: 0.25)
+                job.traceContext = ["traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"]
                 let receipt = try await writer.enqueue(job, replacing: false)
                 #expect(receipt == DurableJobReceipt(id: job.id))
 
@@ -52,6 +53,7 @@
                 #expect(stored.backoff == job.backoff)
                 #expect(stored.attempt == 0)
                 #expect(stored.lastError == nil)
+                #expect(stored.traceContext == job.traceContext)
                 #expect(stored.sequence > 0)
 
                 let second = try await writer.enqueue(testRecord(), replacing: false)
