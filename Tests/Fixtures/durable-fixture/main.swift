@@ -70,11 +70,11 @@ struct LoggingStore: DurableJobStore {
 let arguments = CommandLine.arguments
 if arguments.count > 1, arguments[1] == "--postgres" {
     #if Postgres
-        try await runOnPostgres(Array(arguments.dropFirst(2)))
+        try await runOnPostgres(Array(arguments.dropFirst(2)))  // runs until killed
     #else
         FileHandle.standardError.write(Data("durable-fixture: --postgres needs the Postgres trait\n".utf8))
+        exit(2)
     #endif
-    exit(2)
 }
 guard arguments.count == 4, let seed = UInt64(arguments[2]), let count = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: durable-fixture <directory> <seed> <jobs>\n".utf8))
