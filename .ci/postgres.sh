@@ -35,9 +35,10 @@ program() {
 }
 
 # Runs a server program as the cluster's owner: `postgres` when we are root (the server
-# refuses to run as root), ourselves otherwise.
+# refuses to run as root), ourselves otherwise; from the cluster's directory, which the
+# owner can enter (the caller's may be root's own).
 as_owner() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+    if [ "$(id -u)" -eq 0 ]; then (cd "$dir" && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 case "$command" in
