@@ -21,7 +21,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     dependencies: [
         .package(
-            name: "Backgroundable", path: "../..", traits: ["Macros", "ServiceLifecycle", "Metrics", "Tracing", "Postgres"]),
+            name: "Backgroundable", path: "../..",
+            traits: ["Macros", "ServiceLifecycle", "Metrics", "Tracing", "Postgres"]),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.4.1"),
