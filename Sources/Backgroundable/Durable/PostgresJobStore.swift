@@ -2,6 +2,7 @@
     public import Foundation
     public import Logging
     public import PostgresNIO
+    import Synchronization
 
     /// Durable jobs in a PostgreSQL table, shared by every process that uses the same table:
     /// the store for a server run as several replicas (the `Postgres` trait).
@@ -38,10 +39,11 @@
     ///
     /// A dropped connection, a server that cannot be reached, and an error the server
     /// reports are thrown as ``DurableStoreError`` with code ``DurableStoreError/Code/connection``
-    /// and the server's message; the statement that failed changed nothing, or (a
-    /// connection lost after the server committed) changed what it was asked to: a claim
-    /// whose answer was lost leaves its jobs leased until their lease runs out, and then
-    /// claimable again. No job is lost either way. A cancelled task's call throws
+    /// and the server's message; so is a call with no answer within ``timeout``. The
+    /// statement that failed changed nothing, or (a connection lost after the server
+    /// committed, a statement that ran after the call gave up) changed what it was asked
+    /// to: a claim whose answer was lost leaves its jobs leased until their lease runs out,
+    /// and then claimable again. No job is lost either way. A cancelled task's call throws
     /// `CancellationError`.
     public final class PostgresJobStore: DurableJobStore {
         /// The client every call uses. The caller runs it.
@@ -54,6 +56,8 @@
         /// their lease runs out. New for each store.
         public let ownerID: UUID
 
+        /// How long a call waits for its answer before it throws.
+        public let timeout: Duration
         private let logger: Logger
         // The table and its indexes, quoted for SQL.
         private let qualifiedTable: String
@@ -69,12 +73,17 @@
         ///   - table: The table's name. Stores on the same table share their jobs.
         ///   - schema: The table's schema, which must exist; `nil` for the connection's
         ///     `search_path`.
+        ///   - timeout: How long a call waits for its answer — a connection from the pool,
+        ///     then the statement's result — before it throws ``DurableStoreError/Code/connection``
+        ///     and gives up on it. postgres-nio can leave a call waiting for a connection
+        ///     forever after connections drop; the limit keeps a ``DurableQueue`` going.
         ///   - logger: Where postgres-nio logs each statement; logs nothing by default.
         /// - Precondition: `table` and `schema` are 1 to 48 bytes of UTF-8 and hold no NUL
         ///   character (PostgreSQL cuts identifiers at 63 bytes, and the index names add a
         ///   suffix to the table's).
         public init(
             client: PostgresClient, table: String = "backgroundable_jobs", schema: String? = nil,
+            timeout: Duration = .seconds(30),
             logger: Logger = Logger(
                 label: "Backgroundable.PostgresJobStore", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
@@ -87,6 +96,7 @@
             self.table = table
             self.schema = schema
             self.ownerID = UUID()
+            self.timeout = timeout
             self.logger = logger
             let quotedTable = Self.quoted(table)
             qualifiedTable = schema.map { "\(Self.quoted($0)).\(quotedTable)" } ?? quotedTable
@@ -141,10 +151,13 @@
                         "CREATE INDEX IF NOT EXISTS \(laneIndex) ON \(qualifiedTable) (lane, sequence) WHERE lane IS NOT NULL"
                 ),
             ]
+            let (client, logger) = (self.client, self.logger)
             do {
-                try await client.withTransaction(logger: logger) { connection in
-                    for statement in statements {
-                        try await connection.query(statement, logger: logger)
+                try await Self.answer(within: timeout) {
+                    try await client.withTransaction(logger: logger) { connection in
+                        for statement in statements {
+                            try await connection.query(statement, logger: logger)
+                        }
                     }
                 }
             } catch {
@@ -329,11 +342,37 @@
         // MARK: Rows and errors
 
         /// Runs `query` and reads every row; any error becomes a ``DurableStoreError``.
+        ///
+        /// Through `withConnection`, which gives the connection back to the pool on every
+        /// path: `PostgresClient.query` (postgres-nio 1.33) keeps it leased forever when the
+        /// connection drops between the query's start and its first row, and once every
+        /// connection of the pool is lost that way, each later call waits forever.
         private func rows(_ query: PostgresQuery, _ doing: @autoclosure () -> String) async throws -> [PostgresRow] {
+            let (client, logger) = (self.client, self.logger)
             do {
-                return try await client.query(query, logger: logger).collect()
+                return try await Self.answer(within: timeout) {
+                    try await client.withConnection { connection in
+                        try await connection.query(query, logger: logger).collect()
+                    }
+                }
             } catch {
                 throw Self.storeError(error, doing())
+            }
+        }
+
+        /// `operation`'s answer, or an error once `limit` has passed or the calling task is
+        /// cancelled, whichever comes first. The operation runs in a task of its own, which
+        /// is cancelled when the caller stops waiting for it.
+        private static func answer<Value: Sendable>(
+            within limit: Duration, _ operation: @escaping @Sendable () async throws -> Value
+        ) async throws -> Value {
+            let race = Race<Value>()
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    race.start(continuation, operation: operation, limit: limit)
+                }
+            } onCancel: {
+                race.finish(.failure(CancellationError()))
             }
         }
 
@@ -391,6 +430,57 @@
         private static func seconds(_ duration: Duration) -> Double {
             let (seconds, attoseconds) = duration.components
             return Self.seconds(Double(seconds) + Double(attoseconds) / 1e18)
+        }
+
+        /// The end of ``answer(within:_:)``: the first of the operation, the time limit and
+        /// the caller's cancellation resumes the continuation (the lock hands it out once);
+        /// the others find it gone. Ending cancels the operation and the timer.
+        private final class Race<Value: Sendable>: Sendable {
+            private struct State {
+                var continuation: CheckedContinuation<Value, any Error>?
+                var tasks: [Task<Void, Never>] = []
+                var isOver = false
+            }
+            private let state = Lock(State())
+
+            func start(
+                _ continuation: CheckedContinuation<Value, any Error>,
+                operation: @escaping @Sendable () async throws -> Value, limit: Duration
+            ) {
+                state.withLock { $0.continuation = continuation }
+                let work = Task {
+                    do { self.finish(.success(try await operation())) } catch { self.finish(.failure(error)) }
+                }
+                let timer = Task {
+                    guard (try? await Task.sleep(for: limit)) != nil else { return }
+                    self.finish(.failure(NoAnswer(limit: limit)))
+                }
+                // Cancelled at once if the race already ended (the operation was that fast).
+                let isOver = state.withLock { state in
+                    state.tasks = [work, timer]
+                    return state.isOver
+                }
+                if isOver {
+                    work.cancel()
+                    timer.cancel()
+                }
+            }
+
+            func finish(_ result: Result<Value, any Error>) {
+                let (continuation, tasks) = state.withLock { state in
+                    state.isOver = true
+                    defer { state.continuation = nil }
+                    return (state.continuation, state.tasks)
+                }
+                guard let continuation else { return }
+                for task in tasks { task.cancel() }
+                continuation.resume(with: result)
+            }
+        }
+
+        private struct NoAnswer: Error, CustomStringConvertible {
+            let limit: Duration
+            var description: String { "no answer within \(limit)" }
         }
 
         /// `error` as a ``DurableStoreError`` (``DurableStoreError/Code/connection``) with the

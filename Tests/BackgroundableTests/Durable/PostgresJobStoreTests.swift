@@ -2,6 +2,7 @@
     import Backgroundable
     import Foundation
     import PostgresNIO
+    import Synchronization
     import Testing
 
     /// `PostgresJobStore` against a real server (see PostgresTestSupport.swift): each test on
@@ -386,6 +387,73 @@
                 #expect(try await healthy.jobs().allSatisfy { $0.attempt == 0 })
                 let claimed = try await claimEventually(store, limit: 5)
                 #expect(Set(claimed.map(\.id)) == Set(jobs))
+            }
+        }
+
+        @Test func aQueueLosesNoJobWhenItsConnectionsDrop() async throws {
+            let victim = "backgroundable-victim-\(UUID().uuidString.prefix(8))"
+            try await withPostgres(clients: 2, applicationNames: [nil, victim]) { database in
+                let errors = Mutex<[any Error]>([])
+                let ran = Mutex<Set<DurableJobID>>([])
+                let jobs = DurableQueue(
+                    // A short time limit: postgres-nio can leave a call waiting forever for a
+                    // connection after connections drop, and the queue waits on its calls.
+                    store: PostgresJobStore(client: database.clients[1], table: database.table, timeout: .seconds(2)),
+                    queue: BackgroundQueue(maxConcurrentTasks: 4),
+                    pollInterval: .milliseconds(50), onStoreError: { error in errors.withLock { $0.append(error) } })
+                jobs.register(DurableJobKind<Int>("test")) { _, job in
+                    ran.withLock { _ = $0.insert(job.id) }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                var added: Set<DurableJobID> = []
+                for index in 0..<40 { added.insert(try await jobs.add(DurableJobKind<Int>("test"), index).id) }
+                let running = Task { await jobs.run() }
+                // End every connection of the queue's client, a few times, while it works.
+                for _ in 0..<5 {
+                    try await database.client.query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(victim)")
+                    try await Task.sleep(for: .milliseconds(30))
+                }
+                let healthy = database.store(client: 0)
+                let deadline = ContinuousClock.now + .seconds(60)
+                var left = try await healthy.jobs()
+                while !left.isEmpty && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                    left = try await healthy.jobs()
+                }
+                // Whatever failed while the queue ran was reported as a connection error
+                // (cancelling run() below may also cut a call short).
+                let failures = errors.withLock { $0 }
+                running.cancel()
+                await running.value
+                #expect(left.isEmpty, "jobs left: \(left.map(\.id))")
+                #expect(ran.withLock { $0 } == added)
+                for error in failures {
+                    #expect((error as? DurableStoreError)?.code == .connection, "\(error)")
+                }
+            }
+        }
+
+        @Test func aCallWithNoAnswerInTimeIsAConnectionError() async throws {
+            try await withPostgres(clients: 2) { database in
+                let store = PostgresJobStore(
+                    client: database.clients[1], table: database.table, timeout: .milliseconds(300))
+                // (Through the same client: its connection is open when the claim starts.)
+                _ = try await database.store(client: 1).enqueue(testRecord(), replacing: false)
+                // The table held by another transaction: the claim waits on the server.
+                let failure = try await database.client.withTransaction(logger: Logger(label: "test")) { connection in
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "LOCK TABLE \"\(database.table)\" IN ACCESS EXCLUSIVE MODE"),
+                        logger: Logger(label: "test"))
+                    return await Result { try await store.claim(kinds: ["test"], limit: 1, lease: .seconds(1)) }
+                }
+                let error = try #require(failure.thrown as? DurableStoreError)
+                #expect(error.code == .connection)
+                #expect(error.message.contains("claiming jobs failed: no answer within"), "\(error.message)")
+                // Nothing is lost: the statement may still have claimed the job when the
+                // table came free (its answer unread); then the job is claimable again once
+                // that lease has run out.
+                #expect(try await claimEventually(store).count == 1)
             }
         }
 
