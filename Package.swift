@@ -22,6 +22,9 @@ let package = Package(
             description: "BackgroundQueueService, queues as a swift-service-lifecycle Service."),
         .trait(name: "Metrics", description: "Queue gauges, outcome counters and timers through swift-metrics."),
         .trait(name: "Tracing", description: "A span per unit through swift-distributed-tracing."),
+        .trait(
+            name: "Postgres",
+            description: "PostgresJobStore, durable jobs in PostgreSQL shared by server replicas (needs postgres-nio)."),
     ],
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
@@ -29,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
     ],
     targets: [
         .target(
@@ -40,6 +44,8 @@ let package = Package(
                     condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Postgres"])),
             ]
         ),
         .target(name: "BackgroundableTesting", dependencies: ["Backgroundable"]),
@@ -82,7 +88,9 @@ let package = Package(
                 .product(
                     name: "InMemoryTracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])
                 ),
-                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["ServiceLifecycle"])),
+                .product(
+                    name: "Logging", package: "swift-log", condition: .when(traits: ["ServiceLifecycle", "Postgres"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
             ]
         ),
         // An app module as Xcode 26 creates them (approachable concurrency): it compiles
@@ -102,6 +110,7 @@ let package = Package(
             dependencies: [
                 "Backgroundable",
                 .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
             ],
             path: "Benchmarks/backgroundable-bench"
         ),
@@ -110,9 +119,15 @@ let package = Package(
         .executableTarget(
             name: "graceful-shutdown-fixture", dependencies: ["Backgroundable", "ShutdownFixtureKit"],
             path: "Tests/Fixtures/graceful-shutdown-fixture"),
-        // A process that adds and runs durable jobs until a test kills it (DurableCrashTests).
+        // A process that adds and runs durable jobs until a test kills it (DurableCrashTests;
+        // with the `Postgres` trait, also a replica on a shared table: PostgresReplicaTests).
         .executableTarget(
-            name: "durable-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/durable-fixture"),
+            name: "durable-fixture",
+            dependencies: [
+                "Backgroundable",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+            ],
+            path: "Tests/Fixtures/durable-fixture"),
         // A process whose cooperative pool a test blocks (BlockedPoolTests).
         .executableTarget(
             name: "blocked-pool-fixture", dependencies: ["Backgroundable"], path: "Tests/Fixtures/blocked-pool-fixture"),

@@ -48,6 +48,7 @@ let memoryUnits = options.quick ? 100_000 : 1_000_000
 let allOfThem =
     allScenarios(memoryUnits: memoryUnits) + metricsScenarios() + latencyScenarios(count: options.quick ? 500 : 2_000)
     + scalingScenarios(small: 10_000, large: 160_000) + durableScenarios(jobs: options.quick ? 200 : 1_000)
+    + postgresScenarios(jobs: options.quick ? 200 : 1_000)
 let scenarios = allOfThem.filter { scenario in
     options.filter.map { filter in
         filter.split(separator: ",").contains { scenario.id.contains($0) }

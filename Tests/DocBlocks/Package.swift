@@ -13,6 +13,7 @@ let dependencies: [Target.Dependency] = [
     .product(name: "Logging", package: "swift-log"),
     .product(name: "Metrics", package: "swift-metrics"),
     .product(name: "Tracing", package: "swift-distributed-tracing"),
+    .product(name: "PostgresNIO", package: "postgres-nio"),
 ]
 
 let package = Package(
@@ -20,11 +21,13 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     dependencies: [
         .package(
-            name: "Backgroundable", path: "../..", traits: ["Macros", "ServiceLifecycle", "Metrics", "Tracing"]),
+            name: "Backgroundable", path: "../..",
+            traits: ["Macros", "ServiceLifecycle", "Metrics", "Tracing", "Postgres"]),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
     ],
     targets: [
         .testTarget(name: "Swift6Blocks", dependencies: dependencies),

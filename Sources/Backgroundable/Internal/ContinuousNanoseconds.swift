@@ -5,6 +5,12 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+// `timespec` is declared by the C library's headers, which several C modules include:
+// its members count as the module's that the compiler met first, and with postgres-nio
+// in the build (the `Postgres` trait) that is this one.
+#if canImport(SwiftOverlayShims)
+    import SwiftOverlayShims
+#endif
 
 /// The clock `ContinuousClock` reads (it keeps counting while the system sleeps), as
 /// whole nanoseconds: deadlines in 8 bytes of plain integer, where a

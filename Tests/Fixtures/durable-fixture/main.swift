@@ -9,7 +9,11 @@
 //   completed <id>                          the store removed it
 //
 //   durable-fixture <directory> <seed> <jobs>
+//
+// With the `Postgres` trait, `durable-fixture --postgres ...` is a replica on a shared
+// PostgreSQL table instead (Postgres.swift, PostgresReplicaTests).
 import Backgroundable
+import Dispatch
 import Foundation
 
 #if canImport(Glibc)
@@ -19,6 +23,8 @@ import Foundation
 struct Work: Codable, Sendable {
     var milliseconds: Int
     var failures: Int
+    /// The job's lane, for the log (a handler's context does not carry it).
+    var lane: String? = nil
 }
 
 extension DurableJobKind where Payload == Work {
@@ -30,14 +36,21 @@ func say(_ line: String) {
     _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 }
 
-/// The file store, printing each removal of an ended job once the store has made it.
+/// A store, printing each removal of an ended job once the store has made it (and, with
+/// `logsClaims`, each claim, with the monotonic time just before the store was asked).
 struct LoggingStore: DurableJobStore {
-    let base: FileJobStore
+    let base: any DurableJobStore
+    var logsClaims = false
     func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
         try await base.enqueue(job, replacing: replacing)
     }
     func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
-        try await base.claim(kinds: kinds, limit: limit, lease: lease)
+        let asked = DispatchTime.now().uptimeNanoseconds
+        let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
+        if logsClaims {
+            for job in claimed { say("claimed \(job.id) \(job.attempt) \(asked)") }
+        }
+        return claimed
     }
     func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
     func renew(_ ids: [DurableJobID], lease: Duration) async throws { try await base.renew(ids, lease: lease) }
@@ -55,6 +68,14 @@ struct LoggingStore: DurableJobStore {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count > 1, arguments[1] == "--postgres" {
+    #if Postgres
+        try await runOnPostgres(Array(arguments.dropFirst(2)))  // runs until killed
+    #else
+        FileHandle.standardError.write(Data("durable-fixture: --postgres needs the Postgres trait\n".utf8))
+        exit(2)
+    #endif
+}
 guard arguments.count == 4, let seed = UInt64(arguments[2]), let count = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: durable-fixture <directory> <seed> <jobs>\n".utf8))
     exit(2)
