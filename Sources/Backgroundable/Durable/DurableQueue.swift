@@ -253,6 +253,7 @@ public final class DurableQueue: Sendable {
                     if free > 0, claimed.count == free { continue }  // more may be due
                     nextDue = kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
                 } catch {
+                    if Task.isCancelled { break }  // run() was cancelled, not the store
                     onStoreError?(error)
                 }
                 let isRunning = state.withLock { !$0.running.isEmpty }
@@ -268,7 +269,11 @@ public final class DurableQueue: Sendable {
     }
 
     private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
-        guard let handler = state.withLock({ $0.handlers[job.kind] }) else {
+        let (handler, isRunningHere) = state.withLock { ($0.handlers[job.kind], $0.running[job.id] != nil) }
+        // A job whose lease ran out while it ran here (its renewals failed) can come back in
+        // a claim: the run here goes on, now under the new lease, and ends it.
+        guard !isRunningHere else { return }
+        guard let handler else {
             // Claimed by kind, so registered: kinds are never unregistered. Give it back.
             group.addTask { try? await self.store.release(job.id) }
             return

@@ -1,6 +1,7 @@
 import Backgroundable
 import BackgroundableTesting
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct DurableQueueTests {
@@ -221,6 +222,60 @@ import Testing
         await runner.value
         #expect(try await store.jobs().isEmpty)
         #expect(try await !jobs.cancel(receipt.id))
+    }
+
+    /// A store whose claims hand out again every job they handed out before that is still
+    /// stored, as a shared store does when a lease runs out while its holder still runs
+    /// the job.
+    private final class LapsingStore: DurableJobStore {
+        let base: FileJobStore
+        private let handedOut = Mutex<[DurableJobRecord]>([])
+        init(_ base: FileJobStore) { self.base = base }
+        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+            let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
+            let stored = Set(try await base.jobs().map(\.id))
+            return handedOut.withLock { handedOut in
+                handedOut = handedOut.filter { stored.contains($0.id) } + claimed
+                return handedOut
+            }
+        }
+        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
+            try await base.enqueue(job, replacing: replacing)
+        }
+        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
+        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
+        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
+        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
+            try await base.retry(id, at: date, error: error)
+        }
+        func release(_ id: DurableJobID) async throws { try await base.release(id) }
+        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
+        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
+    }
+
+    @Test func aJobClaimedAgainWhileItRunsHereIsNotStartedTwice() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let store = try await FileJobStore(directory: directory.url)
+        let jobs = DurableQueue(store: LapsingStore(store), queue: BackgroundQueue())
+        let journal = Journal()
+        let started = Signal()
+        let release = Signal()
+        jobs.register(.note) { note, _ in
+            journal.record(note.text)
+            started.signal()
+            await release.wait()
+        }
+        try await jobs.add(.note, Note(text: "long"))
+        let runner = Task { await jobs.run() }
+        await started.wait()
+        try await jobs.add(.note, Note(text: "next"))  // another claim, which hands "long" out again
+        while journal.all.count < 2 { await Task.yield() }
+        release.signal()
+        while try await !store.jobs().isEmpty { await Task.yield() }
+        runner.cancel()
+        await runner.value
+        #expect(journal.all == ["long", "next"])
     }
 
     @Test func aLaneRunsItsJobsOneAtATimeInOrder() async throws {
