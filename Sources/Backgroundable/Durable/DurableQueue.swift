@@ -61,10 +61,21 @@ public final class DurableQueue: Sendable {
         var shouldRetry: (@Sendable (any Error) -> Bool)?
     }
 
+    /// A job this queue holds: claimed, and not yet given back or ended in the store.
+    private struct Held {
+        /// The unit running the job here, until its outcome is known.
+        var unit: AsyncTask?
+        /// A claim of the job that came after its unit ended, before the store had the
+        /// outcome: it runs once the store has it, unless the job has ended there.
+        var reclaim: DurableJobRecord?
+        /// ``cancel(_:)`` or a replace removed the job from the store.
+        var isRemoved = false
+    }
+
     private struct State {
         var handlers: [String: Handler] = [:]
         var kinds: Set<String> = []
-        var running: [DurableJobID: AsyncTask] = [:]
+        var held: [DurableJobID: Held] = [:]
         /// A graceful shutdown began (`ServiceLifecycle` trait): claim nothing more.
         var isDraining = false
     }
@@ -235,7 +246,7 @@ public final class DurableQueue: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.renewLeases() }
             while !Task.isCancelled {
-                let (kinds, running, isDraining) = state.withLock { ($0.kinds, $0.running.count, $0.isDraining) }
+                let (kinds, running, isDraining) = state.withLock { ($0.kinds, $0.held.count, $0.isDraining) }
                 if isDraining || !queue.isAcceptingWork {
                     // Shutting down: let the jobs held end, claim no more.
                     if running == 0 { break }
@@ -256,7 +267,7 @@ public final class DurableQueue: Sendable {
                     if Task.isCancelled { break }  // run() was cancelled, not the store
                     onStoreError?(error)
                 }
-                let isRunning = state.withLock { !$0.running.isEmpty }
+                let isRunning = state.withLock { !$0.held.isEmpty }
                 if untilIdle, !isRunning, claimed.isEmpty, nextDue.map({ $0 > Date() }) ?? true { break }
                 var wait = pollInterval
                 if let nextDue, free > claimed.count {
@@ -269,15 +280,33 @@ public final class DurableQueue: Sendable {
     }
 
     private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
-        let (handler, isRunningHere) = state.withLock { ($0.handlers[job.kind], $0.running[job.id] != nil) }
-        // A job whose lease ran out while it ran here (its renewals failed) can come back in
-        // a claim: the run here goes on, now under the new lease, and ends it.
-        guard !isRunningHere else { return }
-        guard let handler else {
-            // Claimed by kind, so registered: kinds are never unregistered. Give it back.
-            group.addTask { try? await self.store.release(job.id) }
-            return
+        enum Decision { case run(Handler), skip, giveBack }
+        let decision: Decision = state.withLock { state in
+            if let held = state.held[job.id] {
+                // Claimed again while this queue holds it: its lease ran out while its unit
+                // ran (the renewals failed), and the run here goes on under the new lease;
+                // or a retry fell due before the unit's end was told, and it runs next.
+                if held.unit == nil { state.held[job.id]?.reclaim = job }
+                return .skip
+            }
+            // Claimed by kind, so registered (kinds are never unregistered); else give it back.
+            guard let handler = state.handlers[job.kind] else { return .giveBack }
+            state.held[job.id] = Held()
+            return .run(handler)
         }
+        switch decision {
+        case .skip:
+            break
+        case .giveBack:
+            group.addTask { try? await self.store.release(job.id) }
+        case .run(let handler):
+            let unit = runUnit(job, handler)
+            group.addTask { await self.hold(job, unit, handler) }
+        }
+    }
+
+    /// Adds `job`'s unit to the queue, and cancels it if the job was removed meanwhile.
+    private func runUnit(_ job: DurableJobRecord, _ handler: Handler) -> AsyncTaskHandle<Void> {
         let context = DurableJobContext(
             id: job.id, kind: job.kind, name: job.name, attempt: job.attempt, maxAttempts: job.maxAttempts,
             enqueuedAt: job.enqueuedAt)
@@ -292,26 +321,49 @@ public final class DurableQueue: Sendable {
         let unit = DurableTraceContext.restore(job.traceContext) {
             queue.add(options) { try await handler.run(job, context) }
         }
-        state.withLock { $0.running[job.id] = unit.task }
-        group.addTask {
-            // Cancelling this task (run() cancelled) cancels the unit; the store hears of
-            // the outcome in a task of its own, which that cancellation does not reach.
-            let outcome = await unit.outcome
-            await Task { await self.settle(job, outcome, handler) }.value
-            self.state.withLock { _ = $0.running.removeValue(forKey: job.id) }
-            self.doorbell.ring()
+        let isRemoved = state.withLock { state in
+            state.held[job.id]?.unit = unit.task
+            return state.held[job.id]?.isRemoved ?? false
         }
+        if isRemoved { unit.task.cancel() }
+        return unit
     }
 
-    /// Tells the store how `job`'s attempt ended. A store that fails is asked again, a
-    /// few times; after that the job stays claimed, and runs again once its lease runs
-    /// out (at least once).
-    private func settle(_ job: DurableJobRecord, _ outcome: AsyncTask.Outcome, _ handler: Handler) async {
+    /// Waits for `unit`'s outcome and tells the store; runs the job again if a claim
+    /// handed it out anew meanwhile. Cancelling this task (``run()`` cancelled) cancels
+    /// the unit; the store hears of the outcome in a task of its own, which that
+    /// cancellation does not reach.
+    private func hold(_ job: DurableJobRecord, _ unit: AsyncTaskHandle<Void>, _ handler: Handler) async {
+        var (job, unit) = (job, unit)
+        while true {
+            let outcome = await unit.outcome
+            state.withLock { $0.held[job.id]?.unit = nil }
+            let hasEnded = await Task { [job] in await self.settle(job, outcome, handler) }.value
+            let reclaim: DurableJobRecord? = state.withLock { state in
+                guard !hasEnded, let reclaim = state.held[job.id]?.reclaim else {
+                    state.held[job.id] = nil
+                    return nil
+                }
+                state.held[job.id]?.reclaim = nil
+                return reclaim
+            }
+            guard let reclaim else { break }
+            (job, unit) = (reclaim, runUnit(reclaim, handler))
+        }
+        doorbell.ring()
+    }
+
+    /// Tells the store how `job`'s attempt ended; returns whether the job has left the
+    /// store. A store that fails is asked again, a few times; after that the job stays
+    /// claimed, and runs again once its lease runs out (at least once).
+    private func settle(_ job: DurableJobRecord, _ outcome: AsyncTask.Outcome, _ handler: Handler) async -> Bool {
         let store = self.store
         let step: @Sendable () async throws -> Void
+        var hasEnded = false
         switch outcome {
         case .finished:
             step = { try await store.complete(job.id) }
+            hasEnded = true
         case .failed, .timedOut:
             let error: any Error = outcome.error ?? AsyncTaskError.timedOut
             let message = outcome.kind == .timedOut ? "timed out after \(job.timeout ?? .zero)" : "\(error)"
@@ -326,6 +378,7 @@ public final class DurableQueue: Sendable {
                 step = { try await store.retry(job.id, at: due, error: message) }
             } else {
                 step = { try await store.complete(job.id) }
+                hasEnded = true
             }
         case .cancelled, .replaced, .dropped:
             // Not over: back to the store (a no-op for a job cancel(_:) or a replace removed).
@@ -333,18 +386,20 @@ public final class DurableQueue: Sendable {
         }
         for attempt in 1...5 {
             do {
-                return try await step()
+                try await step()
+                return hasEnded
             } catch {
                 onStoreError?(error)
                 if attempt < 5 { try? await Task.sleep(for: .milliseconds(100 << attempt)) }
             }
         }
+        return false
     }
 
     private func renewLeases() async {
         let every = lease / 3
         while (try? await Task.sleep(for: every)) != nil {
-            let ids = state.withLock { Array($0.running.keys) }
+            let ids = state.withLock { Array($0.held.keys) }
             guard !ids.isEmpty else { continue }
             do {
                 try await store.renew(ids, lease: lease)
@@ -355,6 +410,11 @@ public final class DurableQueue: Sendable {
     }
 
     private func cancelRunning(_ id: DurableJobID) {
-        state.withLock { $0.running[id] }?.cancel()
+        let unit = state.withLock { state -> AsyncTask? in
+            state.held[id]?.isRemoved = true
+            state.held[id]?.reclaim = nil
+            return state.held[id]?.unit
+        }
+        unit?.cancel()
     }
 }

@@ -42,28 +42,22 @@ import Testing
         }
     }
 
-    /// Runs the fixture on `directory` and kills it `delay` after it says it is ready.
-    private func runAndKill(directory: String, seed: UInt64, jobs: Int, delay: Duration) throws -> String {
-        let process = Process()
-        process.executableURL = try fixtureURL("durable-fixture")
-        process.arguments = [directory, "\(seed)", "\(jobs)"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let handle = output.fileHandleForReading
-        var seen = Data()
-        // Blocking reads, on this test's thread: the fixture writes a line per fact.
-        while !String(decoding: seen, as: UTF8.self).contains("ready\n") {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
+    /// Runs the fixture on `directory` and kills it `delay` after it says it is ready;
+    /// returns what it printed.
+    private func runAndKill(directory: String, seed: UInt64, jobs: Int, delay: Duration) async throws -> String {
+        let log = URL(fileURLWithPath: directory + ".log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let child = try ChildProcess(
+            try fixtureURL("durable-fixture"), [directory, "\(seed)", "\(jobs)"], output: log)
+        // The child writes a line per fact straight to the file: poll it for "ready".
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !(try String(contentsOf: log, encoding: .utf8)).contains("ready\n"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
         }
-        Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds))
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        seen.append(handle.readDataToEndOfFile())
-        return String(decoding: seen, as: UTF8.self)
+        try await Task.sleep(for: delay)  // the kill's random point
+        kill(child.processIdentifier, SIGKILL)
+        #expect(await child.hasExited(within: .seconds(30)), "seed \(seed): the killed child did not end")
+        return try String(contentsOf: log, encoding: .utf8)
     }
 
     @Test func everyAcknowledgedJobEndsOnceAfterKills() async throws {
@@ -84,9 +78,9 @@ import Testing
         for generation in 0..<2 {
             // Kill anywhere from before the first add to after the last job ended.
             let delay = Duration.microseconds(Int64((seed &* 7919 &+ UInt64(generation) &* 104_729) % 40_000))
-            log.read(
-                try runAndKill(directory: directory.path, seed: seed &* 2 &+ UInt64(generation), jobs: 12, delay: delay)
-            )
+            let printed = try await runAndKill(
+                directory: directory.path, seed: seed &* 2 &+ UInt64(generation), jobs: 12, delay: delay)
+            log.read(printed)
             for job in try await checkStore(directory, seed: seed) {
                 if let name = job.name { log.storedNames[name, default: []].insert(job.id.description) }
             }
@@ -106,10 +100,13 @@ import Testing
             struct Flaky: Error {}
             if job.attempt <= work.failures { throw Flaky() }
         }
-        while try await !store.jobs().isEmpty {
+        // Until the store is empty; a retry's backoff is 1 ms.
+        let drained = try await eventually(timeout: .seconds(60)) {
             await jobs.runUntilIdle()
-            try await Task.sleep(for: .milliseconds(1))  // a retry's backoff (1 ms)
+            return try await store.jobs().isEmpty
         }
+        let stored = try await store.jobs()
+        #expect(drained, "seed \(seed): jobs left after the restart: \(stored)")
         let ran = ranAfterRestart.withLock { $0 }
 
         let ended = log.completed

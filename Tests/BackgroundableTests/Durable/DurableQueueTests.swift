@@ -66,9 +66,11 @@ import Testing
         try await jobs.add(.note, Note(text: "old"), options: .init(name: "n"))
         await started.wait()
         try await jobs.add(.note, Note(text: "new"), options: .init(name: "n", uniquenessPolicy: .replace))
-        while try await !store.jobs().isEmpty { await Task.yield() }
+        let emptied = try await eventually { try await store.jobs().isEmpty }
         runner.cancel()
         await runner.value
+        let stored = try await store.jobs()
+        #expect(emptied, "stored: \(stored)")
         #expect(journal.all == ["old in", "old out", "new in", "new out"])
     }
 
@@ -85,9 +87,11 @@ import Testing
         let receipt = try await jobs.add(
             .note, Note(text: "x", failures: 2), options: .init(retry: .fixed(maxAttempts: 4, delay: .milliseconds(1))))
         let runner = Task { await jobs.run() }
-        while try await !store.jobs().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        let emptied = try await eventually { try await store.jobs().isEmpty }
         runner.cancel()
         await runner.value
+        let stored = try await store.jobs()
+        #expect(emptied, "stored: \(stored), ran: \(journal.all)")
         #expect(journal.all == ["\(receipt.id) 1/4", "\(receipt.id) 2/4", "\(receipt.id) 3/4"])
     }
 
@@ -118,9 +122,11 @@ import Testing
         let runner = Task { await jobs.run() }
         await started.wait()
         clock.advance(by: .seconds(20))
-        while try await !store.jobs().isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        let emptied = try await eventually { try await store.jobs().isEmpty }
         runner.cancel()
         await runner.value
+        let stored = try await store.jobs()
+        #expect(emptied, "stored: \(stored), ran: \(journal.all)")
         #expect(journal.all == ["attempt 1", "attempt 2"])
         #expect(offered.all == ["\(AsyncTaskError.timedOut)"])
     }
@@ -226,11 +232,18 @@ import Testing
 
     /// A store whose claims hand out again every job they handed out before that is still
     /// stored, as a shared store does when a lease runs out while its holder still runs
-    /// the job.
+    /// the job. With `holdingCompletes`, a `complete` waits for `resume` (after signalling
+    /// `completing`) before it removes the job.
     private final class LapsingStore: DurableJobStore {
         let base: FileJobStore
+        let holdsCompletes: Bool
+        let completing = Signal()
+        let resume = Signal()
         private let handedOut = Mutex<[DurableJobRecord]>([])
-        init(_ base: FileJobStore) { self.base = base }
+        init(_ base: FileJobStore, holdingCompletes: Bool = false) {
+            self.base = base
+            self.holdsCompletes = holdingCompletes
+        }
         func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
             let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
             let stored = Set(try await base.jobs().map(\.id))
@@ -244,7 +257,13 @@ import Testing
         }
         func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
         func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
-        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
+        func complete(_ id: DurableJobID) async throws {
+            if holdsCompletes {
+                completing.signal()
+                await resume.wait()
+            }
+            try await base.complete(id)
+        }
         func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
             try await base.retry(id, at: date, error: error)
         }
@@ -270,12 +289,98 @@ import Testing
         let runner = Task { await jobs.run() }
         await started.wait()
         try await jobs.add(.note, Note(text: "next"))  // another claim, which hands "long" out again
-        while journal.all.count < 2 { await Task.yield() }
+        #expect(await eventually { journal.all.count == 2 })
         release.signal()
-        while try await !store.jobs().isEmpty { await Task.yield() }
+        let emptied = try await eventually { try await store.jobs().isEmpty }
         runner.cancel()
         await runner.value
+        let stored = try await store.jobs()
+        #expect(emptied, "stored: \(stored)")
         #expect(journal.all == ["long", "next"])
+    }
+
+    @Test func aJobClaimedAgainWhileItsEndIsStoredDoesNotRunAgain() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let base = try await FileJobStore(directory: directory.url)
+        let store = LapsingStore(base, holdingCompletes: true)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record(note.text) }
+        try await jobs.add(.note, Note(text: "once"))
+        let runner = Task { await jobs.run() }
+        // "once" has ended and its end is being stored; a claim hands it out again.
+        await store.completing.wait()
+        try await jobs.add(.note, Note(text: "next"))
+        let claimedAgain = await eventually(timeout: .seconds(10)) { journal.all.count == 2 }
+        store.resume.signal()
+        let emptied = try await eventually(timeout: .seconds(10)) { try await base.jobs().isEmpty }
+        runner.cancel()
+        await runner.value
+        #expect(claimedAgain && emptied)
+        #expect(journal.all == ["once", "next"])
+    }
+
+    /// A file store whose `retry` holds, once it has stored the retry, until `resume` is
+    /// signalled; `reclaimed` is signalled when a claim hands out the job it retried.
+    private final class HeldRetryStore: DurableJobStore {
+        let base: FileJobStore
+        let retried = Signal()
+        let resume = Signal()
+        let reclaimed = Signal()
+        private let retriedID = Mutex<DurableJobID?>(nil)
+        init(_ base: FileJobStore) { self.base = base }
+        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+            let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
+            if let id = retriedID.withLock({ $0 }), claimed.contains(where: { $0.id == id }) { reclaimed.signal() }
+            return claimed
+        }
+        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
+            retriedID.withLock { $0 = id }
+            try await base.retry(id, at: date, error: error)
+            retried.signal()
+            await resume.wait()
+        }
+        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
+            try await base.enqueue(job, replacing: replacing)
+        }
+        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
+        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
+        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
+        func release(_ id: DurableJobID) async throws { try await base.release(id) }
+        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
+        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
+    }
+
+    @Test func aJobClaimedAgainRightAfterItsRetryWasStoredRuns() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let base = try await FileJobStore(directory: directory.url)
+        let store = HeldRetryStore(base)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        struct Flaky: Error {}
+        jobs.register(.note) { note, job in
+            journal.record("\(note.text) \(job.attempt)")
+            if job.attempt <= note.failures { throw Flaky() }
+        }
+        try await jobs.add(
+            .note, Note(text: "flaky", failures: 1),
+            options: .init(retry: .fixed(maxAttempts: 2, delay: .milliseconds(1))))
+        let runner = Task { await jobs.run() }
+        // The retry is stored; before the queue hears back, another add wakes its loop,
+        // whose claims hand the retried job out again once it is due.
+        await store.retried.wait()
+        try await jobs.add(.note, Note(text: "other"))
+        let reclaimed = await eventually(timeout: .seconds(10)) { store.reclaimed.isSignalled }
+        store.resume.signal()
+        let emptied = try await eventually(timeout: .seconds(10)) { try await base.jobs().isEmpty }
+        runner.cancel()
+        await runner.value
+        #expect(reclaimed)
+        let stored = try await base.jobs()
+        #expect(emptied, "the retried job was claimed and never run: \(stored)")
+        #expect(Set(journal.all) == ["flaky 1", "other 1", "flaky 2"])
     }
 
     @Test func aLaneRunsItsJobsOneAtATimeInOrder() async throws {

@@ -44,7 +44,63 @@ struct DurableSetup {
     func remove() { directory.remove() }
 }
 
+/// Waits until `condition` holds, checking every millisecond; `false` if it still does not
+/// after `timeout` (a watchdog: the tests wait for a store to be empty, which no event
+/// announces).
+func eventually(
+    timeout: Duration = .seconds(30), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return try await condition()
+}
+
 /// Records of a store, opened fresh on `directory` (the previous store must be gone).
 func storedJobs(in directory: ScratchDirectory) async throws -> [DurableJobRecord] {
     try await FileJobStore(directory: directory.url).jobs()
+}
+
+/// A child process whose standard output goes to a file, waited for without blocking a
+/// thread (its termination handler resumes the waiters). A file, not a pipe: a pipe's
+/// write end can leak into another child spawned at the same moment, and a read waiting
+/// for its end would then wait for that other child too.
+final class ChildProcess: Sendable {
+    private let process: Process
+    private let exited = Signal()
+
+    init(_ executable: URL, _ arguments: [String], output: URL? = nil) throws {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        var outputHandle: FileHandle?
+        if let output {
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            outputHandle = try FileHandle(forWritingTo: output)
+            process.standardOutput = outputHandle
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+        }
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+        try outputHandle?.close()
+        self.process = process
+    }
+
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    /// Waits until the process has ended; returns its status.
+    func exitStatus() async -> Int32 {
+        await exited.wait()
+        return process.terminationStatus
+    }
+
+    /// Whether the process ends within `timeout`.
+    func hasExited(within timeout: Duration) async -> Bool {
+        await eventually(timeout: timeout) { exited.isSignalled }
+    }
 }

@@ -103,79 +103,74 @@ import Testing
         #expect(try await store.claim(kinds: ["note"], limit: 5, lease: .seconds(1)).map(\.attempt) == [2])
     }
 
-    /// Mounts a tmpfs of `kilobytes` at a fresh directory, or returns `nil` (with the
-    /// reason printed) where this process may not mount file systems.
-    private func mountTmpfs(kilobytes: Int) -> ScratchDirectory? {
+    /// Runs `body` with a tmpfs of `kilobytes` mounted at a fresh directory, then unmounts
+    /// it; where this process may not mount file systems, says so and runs nothing.
+    private func withTmpfs(kilobytes: Int, _ body: (ScratchDirectory) async throws -> Void) async throws {
         let mount = ScratchDirectory("durable-mount")
-        try? FileManager.default.createDirectory(at: mount.url, withIntermediateDirectories: true)
-        let status = run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", mount.path])
+        try FileManager.default.createDirectory(at: mount.url, withIntermediateDirectories: true)
+        defer { mount.remove() }
+        let status = await run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", mount.path])
         guard status == 0 else {
             print("FileJobStoreTests: skipped: cannot mount a tmpfs here (mount exited \(status))")
-            mount.remove()
-            return nil
+            return
         }
-        return mount
-    }
-
-    private func unmount(_ mount: ScratchDirectory) {
-        _ = run("/bin/umount", [mount.path])
-        mount.remove()
+        do {
+            try await body(mount)
+        } catch {
+            Issue.record(error)
+        }
+        await run("/bin/umount", [mount.path])
     }
 
     @discardableResult
-    private func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+    private func run(_ tool: String, _ arguments: [String]) async -> Int32 {
+        guard let child = try? ChildProcess(URL(fileURLWithPath: tool), arguments) else { return -1 }
+        return await child.exitStatus()
     }
 
     @Test func aFullDiskFailsTheAddClearlyAndLosesNoOtherJob() async throws {
-        guard let mount = mountTmpfs(kilobytes: 64) else { return }
-        defer { unmount(mount) }
-        let store = try await FileJobStore(directory: mount.url.appendingPathComponent("jobs"))
-        let kept = try await store.enqueue(try record("small"), replacing: false)
-        var big = try record("big")
-        big.payload = Data(repeating: 0x41, count: 256 * 1024)
-        let error = await #expect(throws: DurableStoreError.self) {
-            _ = try await store.enqueue(big, replacing: false)
+        try await withTmpfs(kilobytes: 64) { mount in
+            let store = try await FileJobStore(directory: mount.url.appendingPathComponent("jobs"))
+            let kept = try await store.enqueue(try record("small"), replacing: false)
+            var big = try record("big")
+            big.payload = Data(repeating: 0x41, count: 256 * 1024)
+            let error = await #expect(throws: DurableStoreError.self) {
+                _ = try await store.enqueue(big, replacing: false)
+            }
+            #expect(error?.code == .io)
+            #expect(error?.message.contains("No space left") == true)
+            #expect(try await store.jobs().map(\.id) == [kept.id])
+            // Nothing half-written is left: a new store reads back exactly the kept job.
+            let listing = try FileManager.default.contentsOfDirectory(atPath: mount.path + "/jobs/jobs")
+            #expect(listing == ["\(kept.id).job"])
         }
-        #expect(error?.code == .io)
-        #expect(error?.message.contains("No space left") == true)
-        #expect(try await store.jobs().map(\.id) == [kept.id])
-        // Nothing half-written is left: a new store reads back exactly the kept job.
-        let listing = try FileManager.default.contentsOfDirectory(atPath: mount.path + "/jobs/jobs")
-        #expect(listing == ["\(kept.id).job"])
     }
 
     @Test func aReadOnlyDirectoryFailsTheAddClearlyAndKeepsItsJobs() async throws {
-        guard let mount = mountTmpfs(kilobytes: 1024) else { return }
-        defer { unmount(mount) }
-        let folder = mount.url.appendingPathComponent("jobs")
-        let kept: DurableJobID
-        do {
+        try await withTmpfs(kilobytes: 1024) { mount in
+            let folder = mount.url.appendingPathComponent("jobs")
+            let kept: DurableJobID
+            do {
+                let store = try await FileJobStore(directory: folder)
+                kept = try await store.enqueue(try record("kept"), replacing: false).id
+            }
+            #expect(await run("/bin/mount", ["-o", "remount,ro", mount.path]) == 0)
+            // Opening a read-only directory is refused clearly: the store cannot even lock it.
+            let openError = await #expect(throws: DurableStoreError.self) {
+                _ = try await FileJobStore(directory: folder)
+            }
+            #expect(openError?.code == .io)
+            #expect(openError?.message.contains("Read-only file system") == true)
+            #expect(await run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
+            // A store opened before the directory turned read-only fails its adds, keeps its jobs.
             let store = try await FileJobStore(directory: folder)
-            kept = try await store.enqueue(try record("kept"), replacing: false).id
+            #expect(await run("/bin/mount", ["-o", "remount,ro", mount.path]) == 0)
+            let addError = await #expect(throws: DurableStoreError.self) {
+                _ = try await store.enqueue(try record("refused"), replacing: false)
+            }
+            #expect(addError?.code == .io)
+            #expect(try await store.jobs().map(\.id) == [kept])
+            #expect(await run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
         }
-        #expect(run("/bin/mount", ["-o", "remount,ro", mount.path]) == 0)
-        // Opening a read-only directory is refused clearly: the store cannot even lock it.
-        let openError = await #expect(throws: DurableStoreError.self) {
-            _ = try await FileJobStore(directory: folder)
-        }
-        #expect(openError?.code == .io)
-        #expect(openError?.message.contains("Read-only file system") == true)
-        #expect(run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
-        // A store opened before the directory turned read-only fails its adds, keeps its jobs.
-        let store = try await FileJobStore(directory: folder)
-        #expect(run("/bin/mount", ["-o", "remount,ro", mount.path]) == 0)
-        let addError = await #expect(throws: DurableStoreError.self) {
-            _ = try await store.enqueue(try record("refused"), replacing: false)
-        }
-        #expect(addError?.code == .io)
-        #expect(try await store.jobs().map(\.id) == [kept])
-        #expect(run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
     }
 }
