@@ -280,7 +280,11 @@ public final class DurableQueue: Sendable {
     }
 
     private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
-        enum Decision { case run(Handler), skip, giveBack }
+        enum Decision {
+            case run(Handler)
+            case skip
+            case giveBack
+        }
         let decision: Decision = state.withLock { state in
             if let held = state.held[job.id] {
                 // Claimed again while this queue holds it: its lease ran out while its unit
