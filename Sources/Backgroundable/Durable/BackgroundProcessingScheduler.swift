@@ -6,7 +6,8 @@
     // Linux tests drive with a fake task; this file only talks to `BGTaskScheduler`.
 
     /// Finishes durable jobs while the app is in the background: asks iOS for a
-    /// `BGProcessingTask` when jobs are waiting, and runs them when the system launches it.
+    /// `BGProcessingTask` (or a `BGAppRefreshTask`) when jobs are waiting, and runs them
+    /// when the system launches it.
     ///
     /// Create it once, before the app finishes launching (the system requires the
     /// handler to be registered by then), and call ``schedule()`` when the app moves to
@@ -19,7 +20,8 @@
     /// ```
     ///
     /// **Info.plist**: add `identifier` to `BGTaskSchedulerPermittedIdentifiers`, and
-    /// `processing` to `UIBackgroundModes`.
+    /// `processing` (for ``BackgroundLaunchRequest/processing(requiresNetworkConnectivity:requiresExternalPower:)``)
+    /// or `fetch` (for ``BackgroundLaunchRequest/appRefresh``) to `UIBackgroundModes`.
     ///
     /// The system decides when the launch comes (often at night, on power): a job may wait
     /// for it, and runs at the latest when the app is next opened and ``DurableQueue/run()``
@@ -32,19 +34,15 @@
         /// Registers the launch handler for `identifier`.
         ///
         /// - Parameters:
-        ///   - requiresNetworkConnectivity: Launch only with a network (uploads).
-        ///   - requiresExternalPower: Launch only on power.
+        ///   - request: The launch to ask for.
         ///   - onError: Called when the system refuses a request or the store fails.
         public init(
-            identifier: String, jobs: DurableQueue, requiresNetworkConnectivity: Bool = true,
-            requiresExternalPower: Bool = false, onError: (@Sendable (any Error) -> Void)? = nil
+            identifier: String, jobs: DurableQueue, request: BackgroundLaunchRequest = .processing(),
+            onError: (@Sendable (any Error) -> Void)? = nil
         ) {
             let launches = DurableLaunches(jobs: jobs, onError: onError) { earliestBeginDate in
-                let request = BGProcessingTaskRequest(identifier: identifier)
-                request.requiresNetworkConnectivity = requiresNetworkConnectivity
-                request.requiresExternalPower = requiresExternalPower
-                request.earliestBeginDate = earliestBeginDate
-                try BGTaskScheduler.shared.submit(request)
+                let taskRequest = request.make(identifier: identifier, earliestBeginDate: earliestBeginDate)
+                try BGTaskScheduler.shared.submit(taskRequest)
             }
             self.launches = launches
             _ = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
@@ -57,6 +55,51 @@
         /// falls due. Suspends while the store is read.
         public func schedule() async {
             await launches.schedule()
+        }
+    }
+
+    /// The launch a ``BackgroundProcessingScheduler`` asks iOS for.
+    @available(iOS 18.0, *)
+    public struct BackgroundLaunchRequest: Sendable {
+        private enum Kind: Sendable {
+            case processing(requiresNetworkConnectivity: Bool, requiresExternalPower: Bool)
+            case appRefresh
+        }
+        private let kind: Kind
+
+        /// A `BGProcessingTask`: minutes of time, when the system sees fit (often at night,
+        /// on power). Info.plist: `processing` in `UIBackgroundModes`.
+        ///
+        /// - Parameters:
+        ///   - requiresNetworkConnectivity: Launch only with a network (uploads).
+        ///   - requiresExternalPower: Launch only on power.
+        public static func processing(
+            requiresNetworkConnectivity: Bool = true, requiresExternalPower: Bool = false
+        ) -> BackgroundLaunchRequest {
+            BackgroundLaunchRequest(
+                kind: .processing(
+                    requiresNetworkConnectivity: requiresNetworkConnectivity,
+                    requiresExternalPower: requiresExternalPower))
+        }
+
+        /// A `BGAppRefreshTask`: about 30 seconds, granted more often, for short jobs; a
+        /// job still running when it ends goes back to the store. Info.plist: `fetch` in
+        /// `UIBackgroundModes`.
+        public static var appRefresh: BackgroundLaunchRequest { BackgroundLaunchRequest(kind: .appRefresh) }
+
+        fileprivate func make(identifier: String, earliestBeginDate: Date) -> BGTaskRequest {
+            let request: BGTaskRequest
+            switch kind {
+            case .processing(let requiresNetworkConnectivity, let requiresExternalPower):
+                let processing = BGProcessingTaskRequest(identifier: identifier)
+                processing.requiresNetworkConnectivity = requiresNetworkConnectivity
+                processing.requiresExternalPower = requiresExternalPower
+                request = processing
+            case .appRefresh:
+                request = BGAppRefreshTaskRequest(identifier: identifier)
+            }
+            request.earliestBeginDate = earliestBeginDate
+            return request
         }
     }
 

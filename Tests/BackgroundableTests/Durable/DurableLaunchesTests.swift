@@ -61,11 +61,7 @@ import Testing
         let setup = try await DurableSetup()
         defer { setup.remove() }
         let (store, jobs) = (setup.store, setup.jobs)
-        let started = Signal()
-        jobs.register(.note) { _, _ in
-            started.signal()
-            try await Task.sleep(for: .seconds(60))
-        }
+        let started = jobs.registerUntilCancelled()
         let receipt = try await jobs.add(.note, Note(text: "long upload"))
         let (launches, submitted) = launches(jobs)
         let task = FakeTask()

@@ -169,11 +169,7 @@ import Testing
         let setup = try await DurableSetup()
         defer { setup.remove() }
         let (store, jobs) = (setup.store, setup.jobs)
-        let started = Signal()
-        jobs.register(.note) { _, _ in
-            started.signal()
-            try await Task.sleep(for: .seconds(60))
-        }
+        let started = jobs.registerUntilCancelled()
         let receipt = try await jobs.add(.note, Note(text: "long"))
         let runner = Task { await jobs.run() }
         await started.wait()
@@ -216,11 +212,7 @@ import Testing
         let setup = try await DurableSetup()
         defer { setup.remove() }
         let (store, jobs) = (setup.store, setup.jobs)
-        let started = Signal()
-        jobs.register(.note) { _, _ in
-            started.signal()
-            try await Task.sleep(for: .seconds(60))
-        }
+        let started = jobs.registerUntilCancelled()
         let receipt = try await jobs.add(.note, Note(text: "long"))
         let runner = Task { await jobs.runUntilIdle() }
         await started.wait()

@@ -58,6 +58,19 @@ func eventually(
     return try await condition()
 }
 
+extension DurableQueue {
+    /// Registers a `.note` handler that runs until its unit is cancelled; returns a signal
+    /// for its start.
+    func registerUntilCancelled() -> Signal {
+        let started = Signal()
+        register(.note) { _, _ in
+            started.signal()
+            try await Task.sleep(for: .seconds(60))
+        }
+        return started
+    }
+}
+
 /// Records of a store, opened fresh on `directory` (the previous store must be gone).
 func storedJobs(in directory: ScratchDirectory) async throws -> [DurableJobRecord] {
     try await FileJobStore(directory: directory.url).jobs()

@@ -181,9 +181,16 @@ nonisolated func store(_ file: File) async throws {}
     // BackgroundProcessingScheduler.swift), which only iOS compiles.
     nonisolated final class BackgroundProcessingScheduler: Sendable {
         init(
-            identifier: String, jobs: DurableQueue, requiresNetworkConnectivity: Bool = true,
-            requiresExternalPower: Bool = false, onError: (@Sendable (any Error) -> Void)? = nil
+            identifier: String, jobs: DurableQueue, request: BackgroundLaunchRequest = .processing(),
+            onError: (@Sendable (any Error) -> Void)? = nil
         ) {}
         func schedule() async {}
+    }
+
+    nonisolated struct BackgroundLaunchRequest: Sendable {
+        static func processing(
+            requiresNetworkConnectivity: Bool = true, requiresExternalPower: Bool = false
+        ) -> BackgroundLaunchRequest { BackgroundLaunchRequest() }
+        static var appRefresh: BackgroundLaunchRequest { BackgroundLaunchRequest() }
     }
 #endif
