@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Type-checks the deprecated spellings of the unit-making API (Tests/Fixtures/deprecated-spellings)
-# against the module the doc-block build produced (or $BACKGROUNDABLE_MODULES): they must
+# against the library's default build (or the modules in $BACKGROUNDABLE_MODULES): they must
 # compile, and each warning must name the spelling that replaces it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules="${BACKGROUNDABLE_MODULES:-$(swift build --package-path Tests/DocBlocks --show-bin-path)/Modules}"
+# The library as a client gets it: the default build, no trait (a trait's dependencies
+# bring C modules that a bare `swiftc -I` cannot find).
+if [ -z "${BACKGROUNDABLE_MODULES:-}" ]; then
+    swift build --target Backgroundable
+fi
+modules="${BACKGROUNDABLE_MODULES:-$(swift build --show-bin-path)/Modules}"
 fixture=Tests/Fixtures/deprecated-spellings/DeprecatedSpellings.swift
 if ! output="$(swiftc -typecheck -swift-version 6 -I "$modules" "$fixture" 2>&1)"; then
     echo "$output" >&2
