@@ -46,7 +46,7 @@ struct TicketQueue {
 
     /// Keeps only the entries `isLive` accepts, in order.
     mutating func compact(_ isLive: (Entry) -> Bool) {
-        entries = entries[head...].filter(isLive)
+        entries.compact(from: head, isLive)
         head = 0
     }
 }
@@ -101,7 +101,7 @@ struct DeadlineHeap {
 
     /// Keeps only the entries `isLive` accepts, and restores the heap order: O(n).
     mutating func compact(_ isLive: (Entry) -> Bool) {
-        entries = entries.filter(isLive)
+        entries.compact(from: 0, isLive)
         for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) {
             siftDown(index)
         }
@@ -123,6 +123,25 @@ struct DeadlineHeap {
             guard entries[smallest].precedes(entries[parent]) else { return }
             entries.swapAt(parent, smallest)
             parent = smallest
+        }
+    }
+}
+
+extension Array {
+    /// Keeps the elements from `start` on that `isIncluded` accepts, in order, moved to
+    /// the front, in place: the buffer stays for the appends to come (a queue that
+    /// compacts every few dozen starts would otherwise grow a new one each time), unless
+    /// it is large and now mostly empty.
+    fileprivate mutating func compact(from start: Int, _ isIncluded: (Element) -> Bool) {
+        var kept = 0
+        for index in start..<count where isIncluded(self[index]) {
+            self[kept] = self[index]
+            kept += 1
+        }
+        if capacity > 4096, kept * 4 < capacity {
+            self = Array(self[..<kept])
+        } else {
+            removeSubrange(kept...)
         }
     }
 }

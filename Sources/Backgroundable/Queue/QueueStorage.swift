@@ -111,6 +111,13 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         _ body: (inout Locked, inout Machine.Actions) -> Result
     ) -> Result {
         var actions = Machine.Actions()
+        return withLocked(into: &actions, body)
+    }
+
+    /// ``withLocked(_:)`` with the caller's (empty) list of actions.
+    private func withLocked<Result>(
+        into actions: inout Machine.Actions, _ body: (inout Locked, inout Machine.Actions) -> Result
+    ) -> Result {
         var settled = SettledRemainders()
         var firstBatch: DeliveryBatch?
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
@@ -264,7 +271,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// the drainer role under its lock, so the next event that makes a member startable
     /// schedules a new drainer (or starts it inline).
     private func drain() {
-        while transition({ machine, actions in machine.drain(actions: &actions) }) {}
+        var actions = Machine.Actions()
+        while withLocked(into: &actions, { locked, actions in locked.machine.drain(actions: &actions) }) {
+            actions.removeAll()
+        }
     }
 
     // MARK: Timeouts

@@ -41,6 +41,20 @@ struct ReadyQueueTests {
         #expect(queue.count == 0 && queue.first == nil)
     }
 
+    @Test func aFIFOCompactedAfterPopsKeepsItsLiveEntriesInOrderAndGoesOn() {
+        var fifo = TicketQueue()
+        for slot: Int32 in 0..<10 { fifo.append(entry(slot)) }
+        for _ in 0..<3 { fifo.removeFirst() }
+        // In place, from the head on: odd slots are stale.
+        fifo.compact { $0.slot.isMultiple(of: 2) }
+        #expect(fifo.elements.map(\.slot) == [4, 6, 8])
+        fifo.append(entry(10))
+        fifo.removeFirst()
+        #expect(fifo.elements.map(\.slot) == [6, 8, 10])
+        fifo.compact { _ in false }
+        #expect(fifo.isEmpty && fifo.first == nil)
+    }
+
     @Test func aLaneIsKnownByItsTail() {
         let (a, b) = (LaneKey("a"), LaneKey("b"))
         var lanes = Lanes()

@@ -79,6 +79,16 @@ extension QueueStateMachine {
 
         var isEmpty: Bool { inline.0 == nil }
 
+        /// Empties the list (releasing what its actions hold), keeping the storage of its
+        /// overflow: the drainer, whose rounds start up to 64 members each, reuses one
+        /// list for all its rounds instead of growing a new one every time.
+        mutating func removeAll() {
+            inline = (nil, nil)
+            more.removeAll(keepingCapacity: true)
+            delivers = false
+            needsSettling = false
+        }
+
         mutating func append(_ action: Action) {
             switch action {
             case .deliver: delivers = true
