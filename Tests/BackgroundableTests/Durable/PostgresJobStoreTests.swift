@@ -172,7 +172,8 @@
                 let second = database.store(client: 1)
                 let job = testRecord()
                 _ = try await first.enqueue(job, replacing: false)
-                let claimed = try await first.claim(kinds: ["test"], limit: 1, lease: .milliseconds(1500))
+                // A lease of seconds, so that a loaded machine still asks the other store in time.
+                let claimed = try await first.claim(kinds: ["test"], limit: 1, lease: .seconds(3))
                 #expect(claimed.map(\.id) == [job.id])
                 #expect(claimed.first?.attempt == 1)
 
@@ -203,11 +204,12 @@
                 let other = database.store(client: 1)
                 let job = testRecord()
                 _ = try await holder.enqueue(job, replacing: false)
-                #expect(try await holder.claim(kinds: ["test"], limit: 1, lease: .seconds(1)).count == 1)
+                // A lease of seconds, so that a loaded machine still renews it in time.
+                #expect(try await holder.claim(kinds: ["test"], limit: 1, lease: .seconds(3)).count == 1)
                 try await holder.renew([job.id], lease: .seconds(60))
                 // Past the first lease, the job is still held: no store can claim it, and no
                 // store is told it falls due before the renewed lease ends.
-                let deadline = ContinuousClock.now + .milliseconds(1300)
+                let deadline = ContinuousClock.now + .milliseconds(3300)
                 while ContinuousClock.now < deadline {
                     #expect(try await other.claim(kinds: ["test"], limit: 1, lease: .seconds(1)).isEmpty)
                     try await Task.sleep(for: .milliseconds(50))
@@ -288,16 +290,17 @@
                 _ = try await store.enqueue(later, replacing: false)
                 let before = Date()
                 let start = ContinuousClock.now
-                let soon = testRecord(delay: 1)
+                // Seconds ahead, so that a loaded machine still claims before it is due.
+                let soon = testRecord(delay: 3)
                 _ = try await store.enqueue(soon, replacing: false)
 
                 #expect(try await store.claim(kinds: ["test"], limit: 10, lease: .seconds(30)).isEmpty)
                 let due = try #require(try await store.nextDueDate(kinds: ["test"]))
-                #expect(due >= before.addingTimeInterval(0.9) && due <= Date().addingTimeInterval(1.1))
+                #expect(due >= before.addingTimeInterval(2.9) && due <= Date().addingTimeInterval(3.1))
 
                 let claimed = try await claimEventually(store, limit: 10)
                 #expect(claimed.map(\.id) == [soon.id])
-                #expect(ContinuousClock.now - start >= .milliseconds(900))
+                #expect(ContinuousClock.now - start >= .milliseconds(2900))
                 let next = try #require(try await store.nextDueDate(kinds: ["test"]))
                 #expect(next.timeIntervalSinceNow > 3500)
             }
@@ -309,7 +312,8 @@
                 let job = testRecord()
                 _ = try await store.enqueue(job, replacing: false)
                 #expect(try await store.claim(kinds: ["test"], limit: 1, lease: .seconds(30)).first?.attempt == 1)
-                try await store.retry(job.id, at: Date().addingTimeInterval(0.3), error: "HTTP 503")
+                // Seconds ahead, so that a loaded machine still claims before it is due.
+                try await store.retry(job.id, at: Date().addingTimeInterval(3), error: "HTTP 503")
 
                 let stored = try #require(try await store.jobs().first)
                 #expect(stored.attempt == 1)
