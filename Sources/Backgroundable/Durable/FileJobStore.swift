@@ -10,8 +10,8 @@ import Synchronization
     import Darwin
 #endif
 
-/// The default durable-job store: one file per job in a directory you name, for an app
-/// or a single process. It needs no package and no server.
+/// The default durable-job store: files in a directory you name, for an app or a single
+/// process. It needs no package and no server.
 ///
 /// ```swift
 /// let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
@@ -20,16 +20,19 @@ import Synchronization
 /// ```
 ///
 /// ## Durability
-/// An add is on the disk before it returns: the job is written to a temporary file,
-/// flushed (`fdatasync`), renamed into place and the directory flushed, so a crash — or
-/// a power loss — either keeps the whole job or none of it. A job's file is removed, and
-/// the removal flushed, when its outcome is final. A claim, a retry and a release
-/// rewrite the file the same way but without flushing: a process crash keeps them, a
-/// power loss may roll back an attempt count or a retry time, never a job.
+/// An add is on the disk before it returns, so a crash — or a power loss — either keeps
+/// the whole job or none of it. A job is kept in a 4 KiB slot of a file the store makes
+/// ahead (`jobs/slab-N.slots`): an add writes the slot and flushes it (`fdatasync`),
+/// changing no file's size and no directory. A job too large for a slot gets a file of
+/// its own (`jobs/<id>.job`), written to a temporary file, flushed, renamed into place
+/// and the directory flushed. When its outcome is final, a job's slot is cleared (or its
+/// file removed) and that is flushed too.
 ///
-/// A replace by name writes the new job before it removes the old one; if the process
-/// dies between the two, the next open keeps the newer job and removes the older, so a
-/// name is never left with two jobs.
+/// A claim, a retry and a release write the job to a new slot and flush it before they
+/// clear the old one: a torn write never harms the only copy of a job, and after a crash
+/// the newer copy wins. A replace by name writes the new job before it removes the old
+/// one; if the process dies between the two, the next open keeps the newer job and
+/// removes the older, so a name is never left with two jobs.
 ///
 /// ## One owner
 /// A store holds an exclusive lock on its directory (`flock` on `lock` inside it) for
@@ -39,10 +42,11 @@ import Synchronization
 /// the directory runs the jobs that were running (their attempt counted).
 ///
 /// ## What opening finds
-/// Opening reads every job into memory (``recovery`` says what it found). A file that
-/// is torn or damaged — its header, length or CRC-32 does not match — is moved to
-/// `quarantine/` inside the directory, never taken for a job and never in the way of
-/// the others. Temporary files of adds that never returned are removed.
+/// Opening reads every job into memory (``recovery`` says what it found). A slot or a
+/// file that is torn or damaged — its header, length or CRC-32 does not match — is
+/// copied to `quarantine/` inside the directory and cleared, never taken for a job and
+/// never in the way of the others. Temporary files of writes that never finished are
+/// removed, and so are the empty slab files at the end.
 ///
 /// ## Threads
 /// File I/O runs on a serial dispatch queue of the store's own, never on a thread of
@@ -51,9 +55,10 @@ import Synchronization
 public final class FileJobStore: DurableJobStore {
     /// What opening the directory found.
     public struct Recovery: Sendable, Hashable {
-        /// A file that held no readable job, moved to `quarantine/`.
+        /// A file or a slot that held no readable job, moved to `quarantine/`.
         public struct QuarantinedFile: Sendable, Hashable {
-            /// Its name, in `jobs/` before and in `quarantine/` now.
+            /// Its name in `quarantine/`: the file's name in `jobs/`, or `slab-N-slot-I`
+            /// for slot `I` of `jobs/slab-N.slots`.
             public let name: String
             /// What was wrong with it.
             public let reason: String
@@ -61,9 +66,9 @@ public final class FileJobStore: DurableJobStore {
 
         /// The jobs read back.
         public internal(set) var jobs = 0
-        /// Files that held no readable job.
+        /// Files and slots that held no readable job.
         public internal(set) var quarantined: [QuarantinedFile] = []
-        /// Temporary files of adds that never returned, removed.
+        /// Temporary files of writes that never finished, removed.
         public internal(set) var removedTemporaryFiles = 0
         /// Jobs removed because a newer job had the same name (a replace that was
         /// interrupted between writing the new job and removing the old one).
@@ -75,12 +80,12 @@ public final class FileJobStore: DurableJobStore {
     /// What opening the directory found.
     public let recovery: Recovery
 
-    private let jobsPath: String
     private let io = DispatchQueue(label: "Backgroundable.FileJobStore")
     private let index: Lock<JobIndex>
+    /// Used only on `io`.
+    private let slots: JobSlots
     // Owned by the store, closed in deinit; read only after init.
     private let lockDescriptor: Int32
-    private let jobsDescriptor: Int32
 
     /// Opens (creating it if needed) the store in `directory`, and reads back every job
     /// in it. Suspends while the files are read, on the store's own queue.
@@ -97,16 +102,14 @@ public final class FileJobStore: DurableJobStore {
             io.async { continuation.resume(with: Result { try Self.openDirectory(root) }) }
         }
         self.directory = directory
-        self.jobsPath = root + "/jobs"
         self.lockDescriptor = opened.lock
-        self.jobsDescriptor = opened.jobs
+        self.slots = opened.slots
         self.recovery = opened.recovery
         self.index = Lock(opened.index)
     }
 
     deinit {
-        close(jobsDescriptor)
-        close(lockDescriptor)  // drops the directory's lock
+        close(lockDescriptor)  // drops the directory's lock; the slots close their files
     }
 
     public func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
@@ -115,7 +118,7 @@ public final class FileJobStore: DurableJobStore {
             let existing = job.name.flatMap { name in index.withLock { $0.job(named: name) } }
             if let existing, !replacing { return DurableJobReceipt(id: existing, wasDropped: true) }
             job.sequence = index.withLock { $0.takeSequence() }
-            try write(job, sync: true)
+            try slots.write([job])
             index.withLock { index in
                 if let existing { index.remove(existing) }
                 index.insert(job)
@@ -123,7 +126,7 @@ public final class FileJobStore: DurableJobStore {
             if let existing {
                 // Should this fail, the old file stays until the next open, which keeps
                 // the newer job of the name; this process no longer runs the old one.
-                try? FileSystem.remove(path(of: existing), directory: jobsDescriptor, sync: true)
+                try? slots.remove(existing, sync: true)
             }
             return DurableJobReceipt(id: job.id, replaced: existing)
         }
@@ -133,9 +136,9 @@ public final class FileJobStore: DurableJobStore {
         try await perform { [self] in
             let claimed = index.withLock { $0.claim(kinds: kinds, limit: limit, now: Date()) }
             // The attempt count on disk bounds how often a job that crashes the process
-            // runs. Should the write fail (a full disk), the job runs anyway, its count
+            // runs. Should the write fail (a full disk), the jobs run anyway, their counts
             // on disk one behind.
-            for job in claimed { try? write(job, sync: false) }
+            try? slots.write(claimed)
             return claimed
         }
     }
@@ -168,7 +171,7 @@ public final class FileJobStore: DurableJobStore {
     public func remove(_ id: DurableJobID) async throws -> Bool {
         try await perform { [self] in
             guard index.withLock({ $0.record(id) }) != nil else { return false }
-            try FileSystem.remove(path(of: id), directory: jobsDescriptor, sync: true)
+            try slots.remove(id, sync: true)
             index.withLock { _ = $0.remove(id) }
             return true
         }
@@ -186,7 +189,7 @@ public final class FileJobStore: DurableJobStore {
         try await perform { [self] in
             guard var job = index.withLock({ $0.record(id) }) else { return }
             change(&job)
-            try write(job, sync: false)
+            try slots.write([job])
             index.withLock { _ = $0.update(job, claimed: false) }
         }
     }
@@ -202,17 +205,6 @@ public final class FileJobStore: DurableJobStore {
         }
     }
 
-    private func path(of id: DurableJobID) -> String {
-        "\(jobsPath)/\(id.uuid.uuidString).\(JobFile.fileExtension)"
-    }
-
-    private func write(_ job: DurableJobRecord, sync: Bool) throws {
-        try FileSystem.writeAtomically(
-            try JobFile.encode(job), to: path(of: job.id),
-            temporary: "\(jobsPath)/\(job.id.uuid.uuidString).\(JobFile.temporaryExtension)",
-            directory: jobsDescriptor, sync: sync)
-    }
-
     /// `@unchecked Sendable`: `work` is set at init and taken once, by the one block
     /// that runs it.
     private final class WorkBox<Result: Sendable>: @unchecked Sendable {
@@ -226,14 +218,13 @@ public final class FileJobStore: DurableJobStore {
 
     private struct Opened: @unchecked Sendable {  // handed from the queue's block to init, once
         var lock: Int32
-        var jobs: Int32
+        var slots: JobSlots
         var recovery: Recovery
         var index: JobIndex
     }
 
     private static func openDirectory(_ root: String) throws -> Opened {
         let jobsPath = root + "/jobs"
-        let quarantinePath = root + "/quarantine"
         try FileSystem.createDirectory(root)
         // A store must write; say so now rather than at the first add.
         if access(root, W_OK) != 0 { throw FileSystem.error("access (for writing)", root) }
@@ -242,63 +233,27 @@ public final class FileJobStore: DurableJobStore {
             try FileSystem.createDirectory(jobsPath)
             let jobsDescriptor = open(jobsPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard jobsDescriptor >= 0 else { throw FileSystem.error("open", jobsPath) }
-            do {
-                var recovery = Recovery()
-                var records: [DurableJobRecord] = []
-                for name in try FileSystem.list(jobsPath).sorted() {
-                    let path = "\(jobsPath)/\(name)"
-                    if name.hasSuffix("." + JobFile.temporaryExtension) {
-                        try FileSystem.remove(path, directory: jobsDescriptor, sync: false)
-                        recovery.removedTemporaryFiles += 1
-                        continue
-                    }
-                    let decoded = JobFile.decode(try FileSystem.readFile(path))
-                    switch decoded {
-                    case .success(let job) where name == "\(job.id.uuid.uuidString).\(JobFile.fileExtension)":
-                        records.append(job)
-                    case .success(let job):
-                        try quarantine(name, because: "holds job \(job.id)", from: jobsPath, to: quarantinePath)
-                        recovery.quarantined.append(.init(name: name, reason: "holds job \(job.id)"))
-                    case .failure(let error):
-                        try quarantine(name, because: error.message, from: jobsPath, to: quarantinePath)
-                        recovery.quarantined.append(.init(name: name, reason: error.message))
-                    }
+            var recovery = Recovery()
+            let (slots, found) = try JobSlots.load(jobsPath, directory: jobsDescriptor, recovery: &recovery)
+            // Of two jobs of one name (a replace cut short), the later stays.
+            var kept: [DurableJobRecord] = []
+            var named = Set<String>()
+            for job in found.map(\.record).sorted(by: { $0.sequence > $1.sequence }) {
+                if let name = job.name, !named.insert(name).inserted {
+                    try slots.remove(job.id, sync: false)
+                    recovery.removedDuplicates.append(job.id)
+                } else {
+                    kept.append(job)
                 }
-                var index = JobIndex()
-                var newest: [String: DurableJobRecord] = [:]
-                for job in records.sorted(by: { $0.sequence > $1.sequence }) {
-                    if let name = job.name, newest[name] != nil {
-                        try FileSystem.remove(
-                            "\(jobsPath)/\(job.id.uuid.uuidString).\(JobFile.fileExtension)",
-                            directory: jobsDescriptor, sync: false)
-                        recovery.removedDuplicates.append(job.id)
-                        continue
-                    }
-                    if let name = job.name { newest[name] = job }
-                }
-                for job in records.sorted(by: { $0.sequence < $1.sequence })
-                where !recovery.removedDuplicates.contains(job.id) {
-                    index.insert(job)
-                }
-                recovery.jobs = index.count
-                try FileSystem.syncDirectory(jobsDescriptor, jobsPath)
-                return Opened(lock: lock, jobs: jobsDescriptor, recovery: recovery, index: index)
-            } catch {
-                close(jobsDescriptor)
-                throw error
             }
+            var index = JobIndex()
+            for job in kept.reversed() { index.insert(job) }
+            recovery.jobs = index.count
+            try FileSystem.syncDirectory(jobsDescriptor, jobsPath)
+            return Opened(lock: lock, slots: slots, recovery: recovery, index: index)
         } catch {
             close(lock)
             throw error
-        }
-    }
-
-    private static func quarantine(_ name: String, because reason: String, from jobs: String, to quarantine: String)
-        throws
-    {
-        try FileSystem.createDirectory(quarantine)
-        guard rename("\(jobs)/\(name)", "\(quarantine)/\(name)") == 0 else {
-            throw FileSystem.error("rename (to quarantine)", "\(jobs)/\(name)")
         }
     }
 }

@@ -8,16 +8,21 @@ import Foundation
     import Darwin
 #endif
 
-/// The on-disk form of one job (``FileJobStore``): a 12-byte header — the magic `BGJ1`,
-/// the body's length and its CRC-32, both little-endian — then the record as JSON. A file
-/// whose header, length or checksum does not match its body is torn or damaged, and is
-/// never taken for a job.
+/// The on-disk form of one job (``FileJobStore``), in a slot of a slab file or in a file
+/// of its own: a 20-byte header — the magic `BGJ2`, the record's revision, the body's
+/// length and a CRC-32 of the revision and the body, all little-endian — then the record
+/// as JSON. The revision is the store's count of writes: when a crash leaves two copies
+/// of a job, the higher revision is the newer. Bytes whose header, length or checksum do
+/// not match their body are torn or damaged, and are never taken for a job. Files of the
+/// first format (`BGJ1`: no revision, a 12-byte header) are still read, as revision 0.
 enum JobFile {
-    static let magic: [UInt8] = Array("BGJ1".utf8)
     static let fileExtension = "job"
     static let temporaryExtension = "tmp"
+    static let headerSize = 20
+    private static let magic: [UInt8] = Array("BGJ2".utf8)
+    private static let firstMagic: [UInt8] = Array("BGJ1".utf8)
 
-    static func encode(_ record: DurableJobRecord) throws -> [UInt8] {
+    static func encode(_ record: DurableJobRecord, revision: UInt64) throws -> [UInt8] {
         let body: Data
         do {
             body = try encoder.encode(record)
@@ -25,29 +30,48 @@ enum JobFile {
             throw DurableStoreError(.encoding, "job \(record.id) could not be encoded: \(error)")
         }
         var bytes = magic
-        bytes.reserveCapacity(12 + body.count)
-        append(UInt32(body.count), to: &bytes)
-        append(CRC32.checksum(body), to: &bytes)
+        bytes.reserveCapacity(headerSize + body.count)
+        append(revision, size: 8, to: &bytes)
+        append(UInt64(body.count), size: 4, to: &bytes)
+        var crc = CRC32.start
+        CRC32.add(bytes[4..<12], to: &crc)
+        CRC32.add(body, to: &crc)
+        append(UInt64(CRC32.finish(crc)), size: 4, to: &bytes)
         bytes.append(contentsOf: body)
         return bytes
     }
 
-    /// The record in `bytes`, or a description of what is wrong with them.
-    static func decode(_ bytes: [UInt8]) -> Result<DurableJobRecord, DurableStoreError> {
-        guard bytes.count >= 12, Array(bytes[0..<4]) == magic else {
-            return .failure(DurableStoreError(.encoding, "not a job file (\(bytes.count) bytes, no header)"))
+    /// The record in `bytes` and its revision, or a description of what is wrong with
+    /// them. `padded` bytes (a slot) may go on past the body; a file's may not.
+    static func decode(_ bytes: some RandomAccessCollection<UInt8>, padded: Bool = false)
+        -> Result<(record: DurableJobRecord, revision: UInt64), DurableStoreError>
+    {
+        let bytes = Array(bytes)
+        let prefix = bytes.count >= 4 ? Array(bytes[0..<4]) : []
+        let isFirstFormat = prefix == firstMagic
+        guard prefix == magic || isFirstFormat else {
+            return .failure(DurableStoreError(.encoding, "not a job (\(bytes.count) bytes, no header)"))
         }
-        let length = Int(readUInt32(bytes, at: 4))
-        let checksum = readUInt32(bytes, at: 8)
-        guard bytes.count == 12 + length else {
-            return .failure(DurableStoreError(.encoding, "torn: \(bytes.count - 12) bytes of a \(length)-byte body"))
+        let header = isFirstFormat ? 12 : headerSize
+        guard bytes.count >= header else {
+            return .failure(DurableStoreError(.encoding, "torn: \(bytes.count) bytes of a \(header)-byte header"))
         }
-        let body = Data(bytes[12...])
-        guard CRC32.checksum(body) == checksum else {
+        let revision = isFirstFormat ? 0 : read(bytes, at: 4, size: 8)
+        let length = Int(read(bytes, at: header - 8, size: 4))
+        let checksum = UInt32(read(bytes, at: header - 4, size: 4))
+        guard padded ? bytes.count >= header + length : bytes.count == header + length else {
+            return .failure(
+                DurableStoreError(.encoding, "torn: \(bytes.count - header) bytes of a \(length)-byte body"))
+        }
+        let body = bytes[header..<(header + length)]
+        var crc = CRC32.start
+        if !isFirstFormat { CRC32.add(bytes[4..<12], to: &crc) }
+        CRC32.add(body, to: &crc)
+        guard CRC32.finish(crc) == checksum else {
             return .failure(DurableStoreError(.encoding, "damaged: the checksum does not match"))
         }
         do {
-            return .success(try JSONDecoder().decode(DurableJobRecord.self, from: body))
+            return .success((try JSONDecoder().decode(DurableJobRecord.self, from: Data(body)), revision))
         } catch {
             return .failure(DurableStoreError(.encoding, "unreadable record: \(error)"))
         }
@@ -59,12 +83,12 @@ enum JobFile {
         return encoder
     }
 
-    private static func append(_ value: UInt32, to bytes: inout [UInt8]) {
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    private static func append(_ value: UInt64, size: Int, to bytes: inout [UInt8]) {
+        for byte in 0..<size { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * byte))) }
     }
 
-    private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        (0..<4).reduce(0) { $0 | UInt32(bytes[offset + $1]) << UInt32(8 * $1) }
+    private static func read(_ bytes: [UInt8], at offset: Int, size: Int) -> UInt64 {
+        (0..<size).reduce(0) { $0 | UInt64(bytes[offset + $1]) << UInt64(8 * $1) }
     }
 }
 
@@ -74,11 +98,13 @@ enum CRC32 {
         (0..<8).reduce(UInt32(index)) { crc, _ in crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
     }
 
-    static func checksum(_ data: Data) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in data { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        return crc ^ 0xFFFF_FFFF
+    static let start: UInt32 = 0xFFFF_FFFF
+
+    static func add(_ bytes: some Sequence<UInt8>, to crc: inout UInt32) {
+        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
     }
+
+    static func finish(_ crc: UInt32) -> UInt32 { crc ^ 0xFFFF_FFFF }
 }
 
 /// The POSIX calls of ``FileJobStore``, each throwing a ``DurableStoreError/Code/io``
@@ -159,6 +185,27 @@ enum FileSystem {
             throw failure
         }
         if sync { try syncDirectory(directory, path) }
+    }
+
+    /// Writes all of `bytes` at `offset` of the open file `descriptor` (at `path`).
+    static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32, at offset: Int, path: String) throws {
+        let bytes = Array(bytes)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + written, $0.count - written, off_t(offset + written))
+            }
+            if count >= 0 {
+                written += count
+            } else if errno != EINTR {
+                throw error("pwrite", path)
+            }
+        }
+    }
+
+    /// Flushes the data of the open file `descriptor` (at `path`) to the disk.
+    static func flush(_ descriptor: Int32, _ path: String) throws {
+        if fdatasync(descriptor) != 0 { throw error("fdatasync", path) }
     }
 
     static func remove(_ path: String, directory: Int32, sync: Bool) throws {
