@@ -18,13 +18,19 @@ final class Recorder<Value: Sendable>: Sendable {
 /// A one-shot signal a test can await: `signal()` from anywhere, `wait()` suspends
 /// until it was signalled (returns at once if it already was).
 final class Signal: Sendable {
-    private let state = Lock<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private struct State {
+        var signalled = false
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = Lock(State())
 
     func signal() {
         let waiters = state.withLock { state in
             state.signalled = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return state.waiters.values
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -32,14 +38,28 @@ final class Signal: Sendable {
     var isSignalled: Bool { state.withLock { $0.signalled } }
 
     func wait() async {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state in
-                if state.signalled { return true }
-                state.waiters.append(continuation)
-                return false
+        _ = await wait(upTo: nil)
+    }
+
+    /// Waits for the signal, or until `limit` has passed: a guard that turns a hang
+    /// into a failure, never a means of ordering. Returns whether it was signalled.
+    func wait(upTo limit: Duration?) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiter: UInt64? = state.withLock { state in
+                if state.signalled { return nil }
+                state.nextWaiter += 1
+                state.waiters[state.nextWaiter] = continuation
+                return state.nextWaiter
             }
-            if now { continuation.resume() }
+            guard let waiter else { return continuation.resume() }
+            if let limit {
+                Task {
+                    try? await Task.sleep(for: limit)
+                    state.withLock { $0.waiters.removeValue(forKey: waiter) }?.resume()
+                }
+            }
         }
+        return isSignalled
     }
 }
 

@@ -114,6 +114,6 @@ final class ChildProcess: Sendable {
 
     /// Whether the process ends within `timeout`.
     func hasExited(within timeout: Duration) async -> Bool {
-        await eventually(timeout: timeout) { exited.isSignalled }
+        await exited.wait(upTo: timeout)
     }
 }
