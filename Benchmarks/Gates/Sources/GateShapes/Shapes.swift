@@ -48,6 +48,21 @@ public let allShapes: [Shape] = [
     Shape(id: "e2e.BackgroundQueue.sync", summary: "unbounded, added from a thread") { units, meter in
         endToEnd(units: units, meter: meter) { queue, _, work in queue.add(noTimeout, work) }
     },
+    Shape(id: "idle.BackgroundQueue.sync", summary: "one unit at a time on an idle queue, then idle again") {
+        units, meter in
+        let queue = BackgroundQueue(name: "gates")
+        meter.start()
+        for _ in 0..<units {
+            let done = Countdown(1)
+            queue.add(noTimeout) { unit in
+                unit.finish()
+                done.arrive()
+            }
+            done.wait()
+            drain(queue)
+        }
+        meter.stop()
+    },
     Shape(id: "e2e.BackgroundQueue.async", summary: "unbounded, added from a task") { units, meter in
         let queue = BackgroundQueue(name: "gates")
         let done = Countdown(units)
@@ -152,6 +167,16 @@ public let allShapes: [Shape] = [
         meter.stop()
     },
     // MARK: The peer doing the same work.
+    Shape(id: "idle.Task.detached", summary: "one Task.detached at a time, awaited") { units, meter in
+        meter.start()
+        for _ in 0..<units {
+            let done = Countdown(1)
+            let task = Task.detached { done.arrive() }
+            done.wait()
+            blockingWait { await task.value }
+        }
+        meter.stop()
+    },
     Shape(id: "e2e.Task.detached", summary: "bare Task.detached") { units, meter in
         let done = Countdown(units)
         meter.start()
