@@ -58,6 +58,18 @@ final class JobSlots: @unchecked Sendable {
     private var free: [Place] = []
     private var places: [DurableJobID: Place] = [:]
     private var revision: UInt64 = 0
+    /// The older copies of jobs that moved, cleared but perhaps not on the disk yet: each
+    /// with the count of flushes of its slab (or of the directory, for a file) when it
+    /// was cleared. See ``remove(_:sync:)``.
+    private var clearedCopies: [DurableJobID: [(place: Place, flushes: Int)]] = [:]
+    /// How often each slab, and the directory, were flushed.
+    private var slabFlushes: [Int] = []
+    private var directoryFlushes = 0
+
+    /// Whether the clear of an older copy of the job `id` may not be on the disk yet.
+    func hasUnflushedCopies(of id: DurableJobID) -> Bool {
+        clearedCopies[id]?.contains { !isFlushed($0) } ?? false
+    }
 
     /// Takes over `directory`, an open descriptor of the directory at `path`.
     private init(path: String, directory: Int32) {
@@ -91,12 +103,11 @@ final class JobSlots: @unchecked Sendable {
                     try FileSystem.writeAtomically(
                         bytes, to: filePath(job.id), temporary: temporaryPath(job.id), directory: directory,
                         sync: true)
+                    directoryFlushes += 1
                     written.append((job.id, .file))
                 }
             }
-            for slab in touched.sorted() {
-                try FileSystem.flush(slabs[slab].descriptor, slabPath(slab))
-            }
+            for slab in touched.sorted() { try flush(slab) }
         } catch {
             for (id, place) in written where place != places[id] { clear(place, of: id) }
             throw error
@@ -108,25 +119,43 @@ final class JobSlots: @unchecked Sendable {
 
     /// Clears the place of the job `id` — and flushes that to the disk when `sync` — so
     /// that no store reads it back again. Does nothing for a job it does not hold.
+    ///
+    /// With `sync`, the clears of the job's older copies are flushed first, each in its
+    /// own flush before the live copy's: once the live copy is gone, an older copy a
+    /// crash kept would take its place, and a job whose outcome was final would run
+    /// again.
     func remove(_ id: DurableJobID, sync: Bool) throws {
         guard let place = places[id] else { return }
+        if sync {
+            for copy in clearedCopies[id] ?? [] where !isFlushed(copy) {
+                switch copy.place {
+                case .slot(let slab, _): try flush(slab)
+                case .file: try flushDirectory()
+                }
+            }
+        }
         switch place {
         case .slot(let slab, let index):
             try FileSystem.writeAll(
                 Self.freeHeader, to: slabs[slab].descriptor, at: index * Self.slotSize, path: slabPath(slab))
-            if sync { try FileSystem.flush(slabs[slab].descriptor, slabPath(slab)) }
+            if sync { try flush(slab) }
             free.append(place)
         case .file:
-            try FileSystem.remove(filePath(id), directory: directory, sync: sync)
+            try FileSystem.remove(filePath(id), directory: directory, sync: false)
+            if sync { try flushDirectory() }
         }
         places[id] = nil
+        clearedCopies[id] = nil
     }
 
     /// Clears a place the job `id` no longer needs, without flushing: should the clear
-    /// be lost in a crash, the copy there loses to the newer one when the store opens.
+    /// be lost in a crash, the copy there loses to the newer one when the store opens
+    /// (and the job's removal flushes it first).
     private func clear(_ place: Place, of id: DurableJobID) {
+        clearedCopies[id, default: []].removeAll { isFlushed($0) }
         switch place {
         case .slot(let slab, let index):
+            clearedCopies[id, default: []].append((place, slabFlushes[slab]))
             // Should this fail, the slot stays taken until the store is opened again.
             guard
                 (try? FileSystem.writeAll(
@@ -135,8 +164,26 @@ final class JobSlots: @unchecked Sendable {
             else { return }
             free.append(place)
         case .file:
+            clearedCopies[id, default: []].append((place, directoryFlushes))
             try? FileSystem.remove(filePath(id), directory: directory, sync: false)
         }
+    }
+
+    private func isFlushed(_ copy: (place: Place, flushes: Int)) -> Bool {
+        switch copy.place {
+        case .slot(let slab, _): slabFlushes[slab] > copy.flushes
+        case .file: directoryFlushes > copy.flushes
+        }
+    }
+
+    private func flush(_ slab: Int) throws {
+        try FileSystem.flush(slabs[slab].descriptor, slabPath(slab))
+        slabFlushes[slab] += 1
+    }
+
+    private func flushDirectory() throws {
+        try FileSystem.syncDirectory(directory, path)
+        directoryFlushes += 1
     }
 
     private static let freeHeader = [UInt8](repeating: 0, count: JobFile.headerSize)
@@ -165,13 +212,14 @@ final class JobSlots: @unchecked Sendable {
             }
             try FileSystem.flush(descriptor, temporary)
             guard rename(temporary, "\(path)/\(name)") == 0 else { throw FileSystem.error("rename", temporary) }
-            try FileSystem.syncDirectory(directory, path)
+            try flushDirectory()
         } catch {
             close(descriptor)
             unlink(temporary)
             throw error
         }
         slabs.append(Slab(number: number, descriptor: descriptor, slots: slots))
+        slabFlushes.append(0)
         free.append(contentsOf: (0..<slots).reversed().map { .slot(slab: slabs.count - 1, index: $0) })
     }
 
@@ -226,6 +274,7 @@ final class JobSlots: @unchecked Sendable {
             guard descriptor >= 0 else { throw FileSystem.error("open", file) }
             let slab = slots.slabs.count
             slots.slabs.append(Slab(number: number, descriptor: descriptor, slots: bytes.count / slotSize))
+            slots.slabFlushes.append(0)
             for index in 0..<(bytes.count / slotSize) {
                 let slot = bytes[(index * slotSize)..<((index + 1) * slotSize)]
                 let place = Place.slot(slab: slab, index: index)
@@ -256,6 +305,7 @@ final class JobSlots: @unchecked Sendable {
             close(last.descriptor)
             try FileSystem.remove(slots.slabPath(slots.slabs.count - 1), directory: directory, sync: false)
             slots.slabs.removeLast()
+            slots.slabFlushes.removeLast()
         }
         for slab in slots.slabs.indices.reversed() {
             for index in (0..<slots.slabs[slab].slots).reversed()
@@ -264,6 +314,8 @@ final class JobSlots: @unchecked Sendable {
             }
             try FileSystem.flush(slots.slabs[slab].descriptor, slots.slabPath(slab))
         }
+        // Every slab was flushed, and the store flushes the directory once it has opened.
+        slots.clearedCopies = [:]
         return (slots, copies.values.map(\.found))
     }
 

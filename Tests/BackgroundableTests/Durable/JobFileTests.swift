@@ -46,3 +46,41 @@ import Testing
         #expect(CRC32.finish(crc) == 0xCBF4_3926)
     }
 }
+
+@Suite struct JobSlotsTests {
+    private func record(_ text: String) -> DurableJobRecord {
+        DurableJobRecord(
+            id: DurableJobID(), kind: "note", payload: Data(text.utf8), name: nil, lane: nil, priority: 0,
+            timeout: nil, maxAttempts: 1, backoff: .fixed(.zero), runAt: Date(), enqueuedAt: Date())
+    }
+
+    private func withSlots(_ body: (JobSlots) throws -> Void) throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let jobs = directory.path + "/jobs"
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: true)
+        let descriptor = open(jobs, O_RDONLY | O_DIRECTORY)
+        try #require(descriptor >= 0)
+        var recovery = FileJobStore.Recovery()
+        let (slots, found) = try JobSlots.load(jobs, directory: descriptor, recovery: &recovery)
+        #expect(found.isEmpty)
+        try body(slots)
+    }
+
+    @Test func aRemovalFirstFlushesTheClearOfTheJobsOlderCopy() throws {
+        try withSlots { slots in
+            let job = record("a")
+            let other = record("b")
+            try slots.write([job])
+            try slots.write([job])  // moved: its first slot cleared, not yet flushed
+            #expect(slots.hasUnflushedCopies(of: job.id))
+            try slots.remove(job.id, sync: true)
+            #expect(!slots.hasUnflushedCopies(of: job.id))
+            // A flush of the slab for another job's sake makes the clear durable too.
+            try slots.write([other])
+            try slots.write([other])
+            try slots.write([record("c")])
+            #expect(!slots.hasUnflushedCopies(of: other.id))
+        }
+    }
+}
