@@ -37,7 +37,8 @@ import Synchronization
 /// ## One owner
 /// A store holds an exclusive lock on its directory (`flock` on `lock` inside it) for
 /// as long as it lives; opening a second store on the same directory, in this process
-/// or another, throws ``DurableStoreError/Code/directoryInUse``. The lock is the lease:
+/// or another, throws ``DurableStoreError/Code/directoryInUse`` (after trying for 0.2 s:
+/// a process being spawned holds a closed store's lock for a moment). The lock is the lease:
 /// when the process ends — even killed — the system drops it, and the next store to open
 /// the directory runs the jobs that were running (their attempt counted).
 ///
@@ -124,9 +125,10 @@ public final class FileJobStore: DurableJobStore {
                 index.insert(job)
             }
             if let existing {
-                // Should this fail, the old file stays until the next open, which keeps
-                // the newer job of the name; this process no longer runs the old one.
-                try? slots.remove(existing, sync: true)
+                // Should its removal fail, the old job stays on the disk, removed before
+                // any other job is (and the next open keeps the newer job of the name);
+                // this process no longer runs it.
+                slots.abandon(existing)
             }
             return DurableJobReceipt(id: job.id, replaced: existing)
         }
@@ -171,7 +173,7 @@ public final class FileJobStore: DurableJobStore {
     public func remove(_ id: DurableJobID) async throws -> Bool {
         try await perform { [self] in
             guard index.withLock({ $0.record(id) }) != nil else { return false }
-            try slots.remove(id, sync: true)
+            try slots.remove(id)
             index.withLock { _ = $0.remove(id) }
             return true
         }
@@ -240,7 +242,7 @@ public final class FileJobStore: DurableJobStore {
             var named = Set<String>()
             for job in found.map(\.record).sorted(by: { $0.sequence > $1.sequence }) {
                 if let name = job.name, !named.insert(name).inserted {
-                    try slots.remove(job.id, sync: false)
+                    try slots.remove(job.id)
                     recovery.removedDuplicates.append(job.id)
                 } else {
                     kept.append(job)

@@ -121,13 +121,23 @@ enum FileSystem {
     /// Opens `path` for an exclusive `flock` held until the process ends or the
     /// descriptor is closed; throws ``DurableStoreError/Code/directoryInUse`` when another
     /// open descriptor holds it.
+    ///
+    /// A lock held elsewhere is tried again for up to 0.2 s (blocking the calling thread,
+    /// the store's own): a child process being spawned holds a copy of every descriptor
+    /// of its parent until it starts its program, so a store just closed in a process
+    /// that spawns others can keep its lock for that moment.
     static func lock(_ path: String) throws -> Int32 {
         // Read-only: an open file written to would keep its file system from being
         // remounted read-only.
         let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw error("open", path) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        let deadline = ContinuousClock.now + .milliseconds(200)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
+            if code == EINTR || (code == EWOULDBLOCK && ContinuousClock.now < deadline) {
+                usleep(1_000)
+                continue
+            }
             close(descriptor)
             if code == EWOULDBLOCK {
                 throw DurableStoreError(.directoryInUse, "\(path) is locked by another FileJobStore")

@@ -58,17 +58,23 @@ final class JobSlots: @unchecked Sendable {
     private var free: [Place] = []
     private var places: [DurableJobID: Place] = [:]
     private var revision: UInt64 = 0
-    /// The older copies of jobs that moved, cleared but perhaps not on the disk yet: each
-    /// with the count of flushes of its slab (or of the directory, for a file) when it
-    /// was cleared. See ``remove(_:sync:)``.
-    private var clearedCopies: [DurableJobID: [(place: Place, flushes: Int)]] = [:]
+    /// The older copies of jobs that moved (see ``retire(_:of:)``).
+    private var oldCopies: [DurableJobID: [OldCopy]] = [:]
+    /// Jobs the store let go of whose removal failed (the older job of a replace): they
+    /// are removed before any other job is (see ``abandon(_:)``).
+    private var abandoned: Set<DurableJobID> = []
     /// How often each slab, and the directory, were flushed.
     private var slabFlushes: [Int] = []
     private var directoryFlushes = 0
+    /// When a slab last could not be made (a full disk): no other is tried for a second,
+    /// or until a slot is freed.
+    private var slabFailed: ContinuousClock.Instant?
 
-    /// Whether the clear of an older copy of the job `id` may not be on the disk yet.
-    func hasUnflushedCopies(of id: DurableJobID) -> Bool {
-        clearedCopies[id]?.contains { !isFlushed($0) } ?? false
+    /// An older copy of a job: cleared after the flush count of its slab (or of the
+    /// directory, for a file) was `clearedAt`, or still there (`nil`) if clearing failed.
+    private struct OldCopy {
+        var place: Place
+        var clearedAt: Int?
     }
 
     /// Takes over `directory`, an open descriptor of the directory at `path`.
@@ -80,6 +86,11 @@ final class JobSlots: @unchecked Sendable {
     deinit {
         for slab in slabs { close(slab.descriptor) }
         close(directory)
+    }
+
+    /// Whether an older copy of the job `id` may still be on the disk.
+    func hasOldCopies(of id: DurableJobID) -> Bool {
+        oldCopies[id]?.contains { !isGone($0) } ?? false
     }
 
     // MARK: - Writing
@@ -100,79 +111,102 @@ final class JobSlots: @unchecked Sendable {
                         bytes, to: slabs[slab].descriptor, at: index * Self.slotSize, path: slabPath(slab))
                     touched.insert(slab)
                 } else {
+                    // Listed first: the file may be in place even if the call throws.
+                    written.append((job.id, .file))
                     try FileSystem.writeAtomically(
                         bytes, to: filePath(job.id), temporary: temporaryPath(job.id), directory: directory,
                         sync: true)
                     directoryFlushes += 1
-                    written.append((job.id, .file))
                 }
             }
             for slab in touched.sorted() { try flush(slab) }
         } catch {
-            for (id, place) in written where place != places[id] { clear(place, of: id) }
+            for (id, place) in written where place != places[id] { retire(place, of: id) }
             throw error
         }
         for (id, place) in written {
-            if let old = places.updateValue(place, forKey: id), old != place { clear(old, of: id) }
+            if let old = places.updateValue(place, forKey: id), old != place { retire(old, of: id) }
         }
     }
 
-    /// Clears the place of the job `id` — and flushes that to the disk when `sync` — so
-    /// that no store reads it back again. Does nothing for a job it does not hold.
+    /// Removes the job `id` for good, flushed to the disk, so that no store reads it back
+    /// again. Does nothing for a job it does not hold. Jobs abandoned earlier are removed
+    /// first.
     ///
-    /// With `sync`, the clears of the job's older copies are flushed first, each in its
-    /// own flush before the live copy's: once the live copy is gone, an older copy a
-    /// crash kept would take its place, and a job whose outcome was final would run
-    /// again.
-    func remove(_ id: DurableJobID, sync: Bool) throws {
+    /// The job's older copies are cleared and flushed before its live copy is: once the
+    /// live copy is gone, an older copy a crash kept would take its place, and a job
+    /// whose outcome was final would run again.
+    func remove(_ id: DurableJobID) throws {
+        for other in abandoned {
+            try removeNow(other)
+            abandoned.remove(other)
+        }
+        try removeNow(id)
+    }
+
+    /// Removes the job `id` (see ``remove(_:)``); should that fail, the job is removed
+    /// before the next removal of any other job, which fails while it cannot be.
+    func abandon(_ id: DurableJobID) {
+        do {
+            try removeNow(id)
+        } catch {
+            abandoned.insert(id)
+        }
+    }
+
+    private func removeNow(_ id: DurableJobID) throws {
         guard let place = places[id] else { return }
-        if sync {
-            for copy in clearedCopies[id] ?? [] where !isFlushed(copy) {
-                switch copy.place {
-                case .slot(let slab, _): try flush(slab)
-                case .file: try flushDirectory()
-                }
+        for (index, copy) in (oldCopies[id] ?? []).enumerated() where !isGone(copy) {
+            if copy.clearedAt == nil {
+                try clearNow(copy.place, of: id)
+                oldCopies[id]![index].clearedAt = flushes(of: copy.place)
+            }
+            switch copy.place {
+            case .slot(let slab, _): try flush(slab)
+            case .file: try flushDirectory()
             }
         }
+        try clearNow(place, of: id)
+        switch place {
+        case .slot(let slab, _): try flush(slab)
+        case .file: try flushDirectory()
+        }
+        places[id] = nil
+        oldCopies[id] = nil
+    }
+
+    /// Clears an older copy of the job `id`, without flushing: should the clear be lost
+    /// in a crash, the copy loses to the newer one when the store opens, and the job's
+    /// removal flushes it first. A copy that could not be cleared is cleared then.
+    private func retire(_ place: Place, of id: DurableJobID) {
+        oldCopies[id, default: []].removeAll { isGone($0) }
+        let cleared = (try? clearNow(place, of: id)) != nil
+        oldCopies[id, default: []].append(OldCopy(place: place, clearedAt: cleared ? flushes(of: place) : nil))
+    }
+
+    /// Clears `place` (the job `id`'s slot or file) without flushing; a slot is free again.
+    private func clearNow(_ place: Place, of id: DurableJobID) throws {
         switch place {
         case .slot(let slab, let index):
             try FileSystem.writeAll(
                 Self.freeHeader, to: slabs[slab].descriptor, at: index * Self.slotSize, path: slabPath(slab))
-            if sync { try flush(slab) }
             free.append(place)
+            slabFailed = nil
         case .file:
             try FileSystem.remove(filePath(id), directory: directory, sync: false)
-            if sync { try flushDirectory() }
         }
-        places[id] = nil
-        clearedCopies[id] = nil
     }
 
-    /// Clears a place the job `id` no longer needs, without flushing: should the clear
-    /// be lost in a crash, the copy there loses to the newer one when the store opens
-    /// (and the job's removal flushes it first).
-    private func clear(_ place: Place, of id: DurableJobID) {
-        clearedCopies[id, default: []].removeAll { isFlushed($0) }
+    /// Whether an older copy was cleared and the clear flushed.
+    private func isGone(_ copy: OldCopy) -> Bool {
+        guard let clearedAt = copy.clearedAt else { return false }
+        return flushes(of: copy.place) > clearedAt
+    }
+
+    private func flushes(of place: Place) -> Int {
         switch place {
-        case .slot(let slab, let index):
-            clearedCopies[id, default: []].append((place, slabFlushes[slab]))
-            // Should this fail, the slot stays taken until the store is opened again.
-            guard
-                (try? FileSystem.writeAll(
-                    Self.freeHeader, to: slabs[slab].descriptor, at: index * Self.slotSize, path: slabPath(slab)))
-                    != nil
-            else { return }
-            free.append(place)
-        case .file:
-            clearedCopies[id, default: []].append((place, directoryFlushes))
-            try? FileSystem.remove(filePath(id), directory: directory, sync: false)
-        }
-    }
-
-    private func isFlushed(_ copy: (place: Place, flushes: Int)) -> Bool {
-        switch copy.place {
-        case .slot(let slab, _): slabFlushes[slab] > copy.flushes
-        case .file: directoryFlushes > copy.flushes
+        case .slot(let slab, _): slabFlushes[slab]
+        case .file: directoryFlushes
         }
     }
 
@@ -189,7 +223,18 @@ final class JobSlots: @unchecked Sendable {
     private static let freeHeader = [UInt8](repeating: 0, count: JobFile.headerSize)
 
     private func takeSlot() throws -> Place {
-        if free.isEmpty { try addSlab() }
+        if free.isEmpty {
+            if let slabFailed, slabFailed.duration(to: .now) < .seconds(1) {
+                throw DurableStoreError(.io, "no slab could be made in \(path) a moment ago")
+            }
+            do {
+                try addSlab()
+                slabFailed = nil
+            } catch {
+                slabFailed = .now
+                throw error
+            }
+        }
         return free.removeLast()
     }
 
@@ -214,6 +259,9 @@ final class JobSlots: @unchecked Sendable {
             guard rename(temporary, "\(path)/\(name)") == 0 else { throw FileSystem.error("rename", temporary) }
             try flushDirectory()
         } catch {
+            // Truncated first: a child process being spawned may hold the file open for
+            // a moment, and the space it took must come back now (a nearly full disk).
+            _ = ftruncate(descriptor, 0)
             close(descriptor)
             unlink(temporary)
             throw error
@@ -283,27 +331,23 @@ final class JobSlots: @unchecked Sendable {
                 case .success(let (record, revision)):
                     keep(record, revision, at: place)
                 case .failure(let error):
-                    let name = "\(slabPrefix)\(number)-slot-\(index)"
-                    try FileSystem.createDirectory(quarantine)
-                    try FileSystem.writeAtomically(
-                        Array(slot), to: "\(quarantine)/\(name)",
-                        temporary: "\(quarantine)/\(name).\(JobFile.temporaryExtension)", directory: -1, sync: false)
-                    try FileSystem.writeAll(
-                        freeHeader, to: descriptor, at: index * slotSize, path: file)
+                    // The copy is on the disk before the slot is cleared.
+                    let name = try copyToQuarantine(slot, named: "\(slabPrefix)\(number)-slot-\(index)", quarantine)
+                    try FileSystem.writeAll(freeHeader, to: descriptor, at: index * slotSize, path: file)
                     recovery.quarantined.append(.init(name: name, reason: error.message))
                 }
             }
         }
         for found in copies.values { slots.places[found.found.record.id] = found.found.place }
-        for (id, place) in stale { slots.clear(place, of: id) }
+        for (id, place) in stale { try slots.clearNow(place, of: id) }
         slots.free = []
         // The empty slabs at the end go; the free slots of the others are taken first to last.
         let taken = Set(slots.places.values)
         while let last = slots.slabs.last,
             !(0..<last.slots).contains(where: { taken.contains(.slot(slab: slots.slabs.count - 1, index: $0)) })
         {
-            close(last.descriptor)
             try FileSystem.remove(slots.slabPath(slots.slabs.count - 1), directory: directory, sync: false)
+            close(last.descriptor)
             slots.slabs.removeLast()
             slots.slabFlushes.removeLast()
         }
@@ -315,7 +359,6 @@ final class JobSlots: @unchecked Sendable {
             try FileSystem.flush(slots.slabs[slab].descriptor, slots.slabPath(slab))
         }
         // Every slab was flushed, and the store flushes the directory once it has opened.
-        slots.clearedCopies = [:]
         return (slots, copies.values.map(\.found))
     }
 
@@ -334,6 +377,27 @@ final class JobSlots: @unchecked Sendable {
     private func filePath(_ id: DurableJobID) -> String { "\(path)/\(Self.fileName(id))" }
     private func temporaryPath(_ id: DurableJobID) -> String {
         "\(path)/\(id.uuid.uuidString).\(JobFile.temporaryExtension)"
+    }
+
+    /// Writes `bytes` to a new file in `quarantine`, named `name` (or `name-2`, `name-3`,
+    /// ... when taken), flushed with its directory; returns the name.
+    private static func copyToQuarantine(_ bytes: ArraySlice<UInt8>, named name: String, _ quarantine: String) throws
+        -> String
+    {
+        try FileSystem.createDirectory(quarantine)
+        var unique = name
+        var suffix = 1
+        while access("\(quarantine)/\(unique)", F_OK) == 0 {
+            suffix += 1
+            unique = "\(name)-\(suffix)"
+        }
+        let folder = open(quarantine, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw FileSystem.error("open", quarantine) }
+        defer { close(folder) }
+        try FileSystem.writeAtomically(
+            Array(bytes), to: "\(quarantine)/\(unique)",
+            temporary: "\(quarantine)/\(unique).\(JobFile.temporaryExtension)", directory: folder, sync: true)
+        return unique
     }
 
     private static func moveToQuarantine(

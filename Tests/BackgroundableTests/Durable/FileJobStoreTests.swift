@@ -97,6 +97,25 @@ import Testing
         #expect(try slot(0, in: directory).prefix(4) == Data("BGJ2".utf8))
     }
 
+    @Test func aSlotDamagedAgainIsQuarantinedUnderANameOfItsOwn() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        for round in 1...2 {
+            do {
+                let store = try await FileJobStore(directory: directory.url)
+                _ = try await store.enqueue(try record("round \(round)"), replacing: false)
+            }
+            var damaged = try slot(0, in: directory)
+            damaged[damaged.startIndex + 40] ^= 0x01
+            try overwrite(slot: 0, with: damaged, in: directory)
+            let store = try await FileJobStore(directory: directory.url)
+            #expect(store.recovery.quarantined.map(\.name) == [round == 1 ? "slab-0-slot-0" : "slab-0-slot-0-2"])
+        }
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path + "/quarantine").sorted()
+                == ["slab-0-slot-0", "slab-0-slot-0-2"])
+    }
+
     @Test func aReplaceInterruptedBetweenItsStepsLeavesOneJobOfTheName() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
@@ -264,17 +283,20 @@ import Testing
             #expect(openError?.message.contains("Read-only file system") == true)
             #expect(await run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
             // A store opened before the directory turned read-only fails its adds, keeps its jobs.
-            let store = try await FileJobStore(directory: folder)
-            #expect(await run("/bin/mount", ["-o", "remount,ro", mount.path]) == 0)
-            let addError = await #expect(throws: DurableStoreError.self) {
-                _ = try await store.enqueue(try record("refused"), replacing: false)
+            do {
+                let store = try await FileJobStore(directory: folder)
+                #expect(await run("/bin/mount", ["-o", "remount,ro", mount.path]) == 0)
+                let addError = await #expect(throws: DurableStoreError.self) {
+                    _ = try await store.enqueue(try record("refused"), replacing: false)
+                }
+                #expect(addError?.code == .io)
+                #expect(addError?.message.contains("Read-only file system") == true)
+                #expect(try await store.jobs().map(\.id) == [kept])
+                #expect(await run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
             }
-            #expect(addError?.code == .io)
-            #expect(addError?.message.contains("Read-only file system") == true)
-            #expect(try await store.jobs().map(\.id) == [kept])
-            #expect(await run("/bin/mount", ["-o", "remount,rw", mount.path]) == 0)
-            // Once the store has a slab, it holds it open for writing, and the system
-            // refuses to remount the file system read-only under it.
+            // Once a store has a slab, it holds it open for writing, and the system refuses
+            // to remount the file system read-only under it.
+            let store = try await FileJobStore(directory: folder)
             _ = try await store.enqueue(try record("small"), replacing: false)
             #expect(await run("/bin/mount", ["-o", "remount,ro", mount.path]) != 0)
             #expect(try await store.jobs().count == 2)

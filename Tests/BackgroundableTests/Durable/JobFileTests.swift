@@ -73,14 +73,15 @@ import Testing
             let other = record("b")
             try slots.write([job])
             try slots.write([job])  // moved: its first slot cleared, not yet flushed
-            #expect(slots.hasUnflushedCopies(of: job.id))
-            try slots.remove(job.id, sync: true)
-            #expect(!slots.hasUnflushedCopies(of: job.id))
+            #expect(slots.hasOldCopies(of: job.id))
+            try slots.remove(job.id)
+            #expect(!slots.hasOldCopies(of: job.id))
             // A flush of the slab for another job's sake makes the clear durable too.
             try slots.write([other])
             try slots.write([other])
+            #expect(slots.hasOldCopies(of: other.id))
             try slots.write([record("c")])
-            #expect(!slots.hasUnflushedCopies(of: other.id))
+            #expect(!slots.hasOldCopies(of: other.id))
         }
     }
 }
