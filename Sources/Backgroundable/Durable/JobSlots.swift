@@ -19,8 +19,10 @@ import Foundation
 ///
 /// A job that changes is written to a free slot, flushed, and only then is its old place
 /// cleared, so a torn write never harms the only copy of a job; after a crash the copy
-/// with the higher revision (``JobFile``) wins. Each slot is a block of its own, so a
-/// torn slot never harms another job either.
+/// with the higher revision (``JobFile``) wins. A job's removal makes sure its older
+/// copies are cleared on the disk before its live copy is, so no crash brings back a job
+/// whose outcome was final. Each slot is a block of its own, so a torn slot never harms
+/// another job either.
 ///
 /// Slabs double in size as they are needed (8 slots, then as many as there are, up to
 /// 2,048), so a store of a few jobs takes a few blocks and one of many keeps few files
