@@ -248,7 +248,7 @@ import Testing
             // Fill the disk, then free two pages: too little for the next slab (8 slots),
             // enough for a file.
             let filler = mount.path + "/filler"
-            FileManager.default.createFile(atPath: filler, contents: nil)
+            _ = FileManager.default.createFile(atPath: filler, contents: nil)
             let handle = try #require(FileHandle(forWritingAtPath: filler))
             let page = Data(repeating: 0, count: 4096)
             while (try? handle.write(contentsOf: page)) != nil {}
