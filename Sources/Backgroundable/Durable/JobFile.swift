@@ -164,13 +164,11 @@ enum FileSystem {
         }
     }
 
-    /// Writes `bytes` to `path` atomically: into a temporary file beside it, flushed to
-    /// the disk when `sync` is `true`, then renamed over `path` (and the directory
-    /// flushed, so the rename too survives a power loss). On failure nothing is left
-    /// behind and `path` is unchanged.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, temporary: String, directory: Int32, sync: Bool)
-        throws
-    {
+    /// Writes `bytes` to `path` atomically and durably: into a temporary file beside it,
+    /// flushed to the disk, then renamed over `path`, and the directory (open as
+    /// `directory`) flushed, so the rename too survives a power loss. On failure before
+    /// the rename nothing is left behind and `path` is unchanged.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, temporary: String, directory: Int32) throws {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw error("open", temporary) }
         var failure: DurableStoreError?
@@ -183,7 +181,7 @@ enum FileSystem {
                 failure = error("write", temporary)
             }
         }
-        if failure == nil, sync, fdatasync(descriptor) != 0 { failure = error("fdatasync", temporary) }
+        if failure == nil, fdatasync(descriptor) != 0 { failure = error("fdatasync", temporary) }
         if close(descriptor) != 0, failure == nil { failure = error("close", temporary) }
         if let failure {
             unlink(temporary)
@@ -194,7 +192,7 @@ enum FileSystem {
             unlink(temporary)
             throw failure
         }
-        if sync { try syncDirectory(directory, path) }
+        try syncDirectory(directory, path)
     }
 
     /// Writes all of `bytes` at `offset` of the open file `descriptor` (at `path`).
@@ -218,9 +216,9 @@ enum FileSystem {
         if fdatasync(descriptor) != 0 { throw error("fdatasync", path) }
     }
 
-    static func remove(_ path: String, directory: Int32, sync: Bool) throws {
+    /// Unlinks `path` (nothing to do when it is gone), without flushing its directory.
+    static func remove(_ path: String) throws {
         if unlink(path) != 0, errno != ENOENT { throw error("unlink", path) }
-        if sync { try syncDirectory(directory, path) }
     }
 
     static func syncDirectory(_ directory: Int32, _ path: String) throws {

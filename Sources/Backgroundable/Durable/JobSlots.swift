@@ -116,8 +116,7 @@ final class JobSlots: @unchecked Sendable {
                     // Listed first: the file may be in place even if the call throws.
                     written.append((job.id, .file))
                     try FileSystem.writeAtomically(
-                        bytes, to: filePath(job.id), temporary: temporaryPath(job.id), directory: directory,
-                        sync: true)
+                        bytes, to: filePath(job.id), temporary: temporaryPath(job.id), directory: directory)
                     directoryFlushes += 1
                 }
             }
@@ -162,17 +161,15 @@ final class JobSlots: @unchecked Sendable {
             if copy.clearedAt == nil {
                 try clearNow(copy.place, of: id)
                 oldCopies[id]![index].clearedAt = flushes(of: copy.place)
-            }
-            switch copy.place {
-            case .slot(let slab, _): try flush(slab)
-            case .file: try flushDirectory()
+                try flush(copy.place)
+                release(copy.place)
+            } else {
+                try flush(copy.place)
             }
         }
         try clearNow(place, of: id)
-        switch place {
-        case .slot(let slab, _): try flush(slab)
-        case .file: try flushDirectory()
-        }
+        try flush(place)
+        release(place)
         places[id] = nil
         oldCopies[id] = nil
     }
@@ -184,19 +181,26 @@ final class JobSlots: @unchecked Sendable {
         oldCopies[id, default: []].removeAll { isGone($0) }
         let cleared = (try? clearNow(place, of: id)) != nil
         oldCopies[id, default: []].append(OldCopy(place: place, clearedAt: cleared ? flushes(of: place) : nil))
+        if cleared { release(place) }
     }
 
-    /// Clears `place` (the job `id`'s slot or file) without flushing; a slot is free again.
+    /// Clears `place` (the job `id`'s slot or file) without flushing.
     private func clearNow(_ place: Place, of id: DurableJobID) throws {
         switch place {
         case .slot(let slab, let index):
             try FileSystem.writeAll(
                 Self.freeHeader, to: slabs[slab].descriptor, at: index * Self.slotSize, path: slabPath(slab))
-            free.append(place)
-            slabFailed = nil
         case .file:
-            try FileSystem.remove(filePath(id), directory: directory, sync: false)
+            try FileSystem.remove(filePath(id))
         }
+    }
+
+    /// A slot that was cleared is free again (only then: a slot whose clear failed still
+    /// holds its job).
+    private func release(_ place: Place) {
+        guard case .slot = place else { return }
+        free.append(place)
+        slabFailed = nil
     }
 
     /// Whether an older copy was cleared and the clear flushed.
@@ -209,6 +213,13 @@ final class JobSlots: @unchecked Sendable {
         switch place {
         case .slot(let slab, _): slabFlushes[slab]
         case .file: directoryFlushes
+        }
+    }
+
+    private func flush(_ place: Place) throws {
+        switch place {
+        case .slot(let slab, _): try flush(slab)
+        case .file: try flushDirectory()
         }
     }
 
@@ -300,7 +311,7 @@ final class JobSlots: @unchecked Sendable {
         for name in try FileSystem.list(path).sorted() {
             let file = "\(path)/\(name)"
             if name.hasSuffix("." + JobFile.temporaryExtension) {
-                try FileSystem.remove(file, directory: directory, sync: false)
+                try FileSystem.remove(file)
                 recovery.removedTemporaryFiles += 1
             } else if let number = slabNumber(name) {
                 slabNumbers.append(number)
@@ -348,7 +359,7 @@ final class JobSlots: @unchecked Sendable {
         while let last = slots.slabs.last,
             !(0..<last.slots).contains(where: { taken.contains(.slot(slab: slots.slabs.count - 1, index: $0)) })
         {
-            try FileSystem.remove(slots.slabPath(slots.slabs.count - 1), directory: directory, sync: false)
+            try FileSystem.remove(slots.slabPath(slots.slabs.count - 1))
             close(last.descriptor)
             slots.slabs.removeLast()
             slots.slabFlushes.removeLast()
@@ -398,7 +409,7 @@ final class JobSlots: @unchecked Sendable {
         defer { close(folder) }
         try FileSystem.writeAtomically(
             Array(bytes), to: "\(quarantine)/\(unique)",
-            temporary: "\(quarantine)/\(unique).\(JobFile.temporaryExtension)", directory: folder, sync: true)
+            temporary: "\(quarantine)/\(unique).\(JobFile.temporaryExtension)", directory: folder)
         return unique
     }
 
