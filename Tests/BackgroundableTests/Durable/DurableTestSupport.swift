@@ -44,20 +44,6 @@ struct DurableSetup {
     func remove() { directory.remove() }
 }
 
-/// Waits until `condition` holds, checking every millisecond; `false` if it still does not
-/// after `timeout` (a watchdog: the tests wait for a store to be empty, which no event
-/// announces).
-func eventually(
-    timeout: Duration = .seconds(30), _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return try await condition()
-}
-
 extension DurableQueue {
     /// Registers a `.note` handler that runs until its unit is cancelled; returns a signal
     /// for its start.
