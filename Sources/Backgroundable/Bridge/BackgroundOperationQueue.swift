@@ -150,7 +150,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// documentation. A dropped ``AsyncOperation`` has ended ``AsyncTask/Outcome/dropped``
     /// when this returns.
     open override func addOperation(_ operation: Operation) {
-        register([operation])
+        register(operation)
         super.addOperation(operation)
     }
 
@@ -207,49 +207,90 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// ``LingeringBodies``); it depends on them before Foundation gets it.
     private func register(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
-        let admissions = operations.map { operation in
-            QueueStateMachine<Operation>.Admission(
-                member: operation, name: operation.name,
-                policy: (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore,
-                priority: 0, timeout: nil)
-        }
+        let admissions = operations.map(Self.admission)
         var replacing: [AsyncOperation] = []
         var watching: [ReplacedOperation] = []
         let admitted = storage.admittingTransition { machine, actions, lingering in
             admissions.compactMap { admission in
-                guard admission.policy.kind != .ignore, let name = admission.name,
-                    let newcomer = admission.member as? AsyncOperation
-                else {
-                    return machine.addExternal(admission, actions: &actions).map { (admission.member, $0) }
-                }
-                var own = BridgeStorage.Machine.Actions()
-                let handle = machine.addExternal(admission, actions: &own)
-                own.visit { action in
-                    if case .replace(let member, _) = action {
-                        let replaced = ReplacedOperation(member)
-                        lingering.add(replaced, named: name)
-                        watching.append(replaced)
-                    }
-                    actions.append(action)
-                }
-                guard let handle else { return nil }
-                let awaited = lingering.running(named: name).compactMap { ($0 as? ReplacedOperation)?.operation }
-                if !awaited.isEmpty {
-                    newcomer.awaitBeforeStarting(awaited)
-                    replacing.append(newcomer)
-                }
-                return (admission.member, handle)
+                Self.admit(
+                    admission, machine: &machine, actions: &actions, lingering: &lingering,
+                    replacing: &replacing, watching: &watching
+                ).map { (admission.member, $0) }
             }
         }
+        prepare(replacing: replacing, watching: watching)
+        for (operation, handle) in admitted { hearEnd(of: operation, handle) }
+    }
+
+    /// ``register(_:)-([Operation])`` for one operation: the same rules, without the
+    /// arrays of a batch (`addOperation` is the common way in).
+    private func register(_ operation: Operation) {
+        let admission = Self.admission(of: operation)
+        var replacing: [AsyncOperation] = []
+        var watching: [ReplacedOperation] = []
+        let handle = storage.admittingTransition { machine, actions, lingering in
+            Self.admit(
+                admission, machine: &machine, actions: &actions, lingering: &lingering,
+                replacing: &replacing, watching: &watching)
+        }
+        prepare(replacing: replacing, watching: watching)
+        if let handle { hearEnd(of: operation, handle) }
+    }
+
+    /// What the queue's rules need of an operation, read before the lock is taken.
+    private static func admission(of operation: Operation) -> BridgeStorage.Machine.Admission {
+        BridgeStorage.Machine.Admission(
+            member: operation, name: operation.name,
+            policy: (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore,
+            priority: 0, timeout: nil)
+    }
+
+    /// Under the lock: admits one operation. A newcomer that replaced operations of its
+    /// name, or whose name's replaced ones still run, is added to `replacing`, and the
+    /// operations it replaced to `watching`. `nil` when it was not admitted.
+    private static func admit(
+        _ admission: BridgeStorage.Machine.Admission, machine: inout BridgeStorage.Machine,
+        actions: inout BridgeStorage.Machine.Actions, lingering: inout LingeringBodies,
+        replacing: inout [AsyncOperation], watching: inout [ReplacedOperation]
+    ) -> BridgeStorage.Machine.Handle? {
+        guard admission.policy.kind != .ignore, let name = admission.name,
+            let newcomer = admission.member as? AsyncOperation
+        else {
+            return machine.addExternal(admission, actions: &actions)
+        }
+        var own = BridgeStorage.Machine.Actions()
+        let handle = machine.addExternal(admission, actions: &own)
+        own.visit { action in
+            if case .replace(let member, _) = action {
+                let replaced = ReplacedOperation(member)
+                lingering.add(replaced, named: name)
+                watching.append(replaced)
+            }
+            actions.append(action)
+        }
+        guard let handle else { return nil }
+        let awaited = lingering.running(named: name).compactMap { ($0 as? ReplacedOperation)?.operation }
+        if !awaited.isEmpty {
+            newcomer.awaitBeforeStarting(awaited)
+            replacing.append(newcomer)
+        }
+        return handle
+    }
+
+    /// After unlocking: replaced operations are watched, and newcomers depend on those
+    /// that may still run, before Foundation gets them.
+    private func prepare(replacing: [AsyncOperation], watching: [ReplacedOperation]) {
         for replaced in watching { replaced.watch() }
         for newcomer in replacing { newcomer.addReplacedDependencies() }
-        for (operation, handle) in admitted {
-            if (operation as? AsyncOperation)?.track(by: storage, handle: handle) != true {
-                // Strong, as Foundation holds an operation's queue until the operation finished.
-                let storage = storage
-                BridgeQueue.whenFinished(operation) {
-                    storage.memberEnded(handle, operation.isCancelled ? .cancelled : .finished)
-                }
+    }
+
+    /// Arranges for the queue to hear when an admitted operation finished.
+    private func hearEnd(of operation: Operation, _ handle: BridgeStorage.Machine.Handle) {
+        if (operation as? AsyncOperation)?.track(by: storage, handle: handle) != true {
+            // Strong, as Foundation holds an operation's queue until the operation finished.
+            let storage = storage
+            BridgeQueue.whenFinished(operation) {
+                storage.memberEnded(handle, operation.isCancelled ? .cancelled : .finished)
             }
         }
     }
