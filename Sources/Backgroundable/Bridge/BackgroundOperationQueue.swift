@@ -222,7 +222,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         for (operation, handle) in admitted { hearEnd(of: operation, handle) }
     }
 
-    /// ``register(_:)-([Operation])`` for one operation: the same rules, without the
+    /// The batch `register(_:)` for one operation: the same rules, without the
     /// arrays of a batch (`addOperation` is the common way in).
     private func register(_ operation: Operation) {
         let admission = Self.admission(of: operation)
