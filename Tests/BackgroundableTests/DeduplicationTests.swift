@@ -152,6 +152,34 @@ struct DeduplicationTests {
         #expect(await c.outcome.kind == .finished)
     }
 
+    /// A batch `[A, B]`, both `.replace`, added while X of their name runs a body that
+    /// ignores its cancellation: A replaces X and B replaces A, and B's body still waits
+    /// for X's to return (the gate of X is made in the same transition as B's admission).
+    @Test func aBatchOfReplacementsWaitsForTheBodyTheFirstOneReplaced() async throws {
+        let (queue, _) = makeQueue()
+        let xStarted = Signal(), releaseX = Signal(), xReturned = Signal(), bStarted = Signal()
+        let overlapped = Signal()
+        let x = queue.add(.init(name: "n")) {
+            xStarted.signal()
+            await releaseX.wait()  // not cancellable: the body ignores its cancellation
+            xReturned.signal()
+        }
+        await xStarted.wait()
+        let a = AsyncTaskHandle(.init(name: "n", uniquenessPolicy: .replace)) {}
+        let b = AsyncTaskHandle(.init(name: "n", uniquenessPolicy: .replace)) {
+            if !xReturned.isSignalled { overlapped.signal() }
+            bStarted.signal()
+        }
+        #expect(queue.add(contentsOf: [a.task, b.task]) == 2)
+        // A bound, not an ordering: with the defect, B's body runs before X is released.
+        #expect(await bStarted.wait(upTo: .milliseconds(200)) == false)
+        releaseX.signal()
+        _ = try await b.value
+        #expect(await x.outcome.kind == .replaced)
+        #expect(await a.task.outcome.kind == .replaced)
+        #expect(!overlapped.isSignalled, "B's body ran while X's, which A replaced, still ran")
+    }
+
     @Test func deduplicationIsPerQueue() async {
         let (first, _) = makeQueue()
         let (second, _) = makeQueue()

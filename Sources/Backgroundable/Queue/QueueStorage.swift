@@ -154,10 +154,15 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     ) {
         var noGate: ReplacementGate?
         var replacing: (newcomer: Member, gate: ReplacementGate?)?
+        // The gates this transition made, by name: a later newcomer of a batch that
+        // replaces an earlier one also waits for the bodies that one replaced (its add
+        // looked for lingering bodies before these gates existed).
+        var made: [String: [ReplacementGate]] = [:]
         func holdBackNewcomer() {
             guard let replacing, let gate = replacing.gate, let name = replacing.newcomer.memberName else { return }
             lingering.add(gate, named: name)
             replacing.newcomer.waitBeforeRunning(for: [gate])
+            made[name, default: []].append(gate)
         }
         actions.visit { action in
             switch action {
@@ -177,6 +182,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 if replacing?.newcomer !== newcomer {
                     holdBackNewcomer()
                     replacing = (newcomer, nil)
+                    if let name = newcomer.memberName, let gates = made[name] { newcomer.waitBeforeRunning(for: gates) }
                 }
                 settled.append(member.settle(.replace, gate: &replacing!.gate).remainder)
             default:
