@@ -24,7 +24,9 @@ import Synchronization
 ///   thread, at any later time. (A unit wrapped with ``init(task:)`` whose work is
 ///   async runs in its own `Task` instead.)
 /// - The operation reports `isFinished` exactly once, after its unit reached its
-///   ``AsyncTask/Outcome``: finished, cancelled, replaced, dropped or timed out.
+///   ``AsyncTask/Outcome``: finished, cancelled, replaced, dropped or timed out. A
+///   replaced operation reports it only once its closure has returned too, so that the
+///   newcomer's closure never runs beside its own.
 /// - ``finish()`` is idempotent and thread-safe. Called before the operation starts it
 ///   cancels it (as in 1.x); called after it ended (a late call from a timed-out body)
 ///   it does nothing.
@@ -244,13 +246,14 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         // storm of replacements would otherwise keep a chain of them alive).
         for operation in awaited { removeDependency(operation) }
         willChangeValue(forKey: "isExecuting")
-        bridge.withLock { $0.reportExecuting() }
+        bridge.withLock { $0.reportExecuting(runsClosure: closure != nil) }
         didChangeValue(forKey: "isExecuting")
         if let closure {
             // Does nothing if the unit ended meanwhile (a timeout of zero ends it here).
             if unit.startHere(byItsFrontEnd: true, beforeRunning: keepDeadline), !unit.isFinished {
                 closure(self)
             }
+            bridge.withLock { $0.closureReturned() }
         } else {
             // Does nothing if the unit ended meanwhile, or was added to a queue before.
             unit.startHere(beforeRunning: keepDeadline)
@@ -392,7 +395,7 @@ extension AsyncOperation: UnitObserver {
     /// its queue starts it and it finishes even with unfinished dependencies — and
     /// reports `isFinished` if `start()` is already past reporting `isExecuting`.
     func unitEnded(_ outcome: AsyncTask.Outcome) {
-        guard let tracking = bridge.withLock({ $0.noteUnitEnded() }) else { return }
+        guard let tracking = bridge.withLock({ $0.noteUnitEnded(outcome) }) else { return }
         // Its outcome is reached: it no longer counts for its queue's deduplication,
         // though the queue holds it (busy) until it reports `isFinished`.
         if unit.name != nil, let tracking { tracking.queue.memberStopped(tracking.handle) }
@@ -414,8 +417,14 @@ private struct BridgeState {
     var reportsExecuting = false
     /// `start()` is past reporting `isExecuting` (or skipped it: the unit had ended).
     var startReported = false
+    /// `start()` is calling the closure (set with ``reportsExecuting``).
+    var closureRuns = false
     /// The operation heard that its unit reached its outcome.
     var unitEnded = false
+    /// That outcome is ``AsyncTask/Outcome/replaced``: `isFinished` waits for the closure
+    /// to return, so that the newcomer's closure, which depends on this operation, never
+    /// runs beside it.
+    var replaced = false
     /// One caller won the right to report `isFinished`.
     var finishClaimed = false
     /// `isFinished` is `true` (set between its will/did notifications).
@@ -451,22 +460,28 @@ private struct BridgeState {
         startReported = true
     }
 
-    mutating func reportExecuting() {
+    mutating func reportExecuting(runsClosure: Bool) {
         reportsExecuting = true
         startReported = true
+        closureRuns = runsClosure
+    }
+
+    mutating func closureReturned() {
+        closureRuns = false
     }
 
     /// The queue tracking the operation, the first time only; `nil` after.
-    mutating func noteUnitEnded() -> Tracking?? {
+    mutating func noteUnitEnded(_ outcome: AsyncTask.Outcome) -> Tracking?? {
         guard !unitEnded else { return nil }
         unitEnded = true
+        replaced = outcome.kind == .replaced
         return .some(tracking)
     }
 
     /// Claims the report of `isFinished` once both halves are done; returns whether
     /// `isExecuting` was reported, or `nil` when it is not (or no longer) this caller's.
     mutating func claimFinish() -> Bool? {
-        guard startReported, unitEnded, !finishClaimed else { return nil }
+        guard startReported, unitEnded, !finishClaimed, !(replaced && closureRuns) else { return nil }
         finishClaimed = true
         return reportsExecuting
     }

@@ -104,6 +104,38 @@ struct BackgroundOperationQueueTests {
         #expect(third.currentOutcome?.kind == .finished)
     }
 
+    /// A replaced operation whose closure still runs (here it blocks its Foundation
+    /// thread) reports `isFinished` only once the closure returned: the newcomer, which
+    /// depends on it, never runs its closure beside it.
+    @Test func aReplacedOperationFinishesOnlyOnceItsClosureReturned() async {
+        let (queue, _) = makeOperationQueue()
+        let firstStarted = Signal(), secondStarted = Signal(), firstReturned = Signal(), overlapped = Signal()
+        let releaseFirst = DispatchSemaphore(value: 0)
+        let first = AsyncOperation(name: "n", timeout: .infinity) { operation in
+            firstStarted.signal()
+            releaseFirst.wait()  // a Foundation thread, not the cooperative pool
+            firstReturned.signal()
+            operation.finish()
+        }
+        queue.addOperation(first)
+        await firstStarted.wait()
+        let second = AsyncOperation(name: "n", timeout: .infinity, uniquenessPolicy: .replace) { operation in
+            if !firstReturned.isSignalled { overlapped.signal() }
+            secondStarted.signal()
+            operation.finish()
+        }
+        queue.addOperation(second)
+        #expect(first.currentOutcome?.kind == .replaced)
+        #expect(!first.isFinished)
+        // A bound, not an ordering: with the defect, the newcomer runs before the release.
+        #expect(await secondStarted.wait(upTo: .milliseconds(200)) == false)
+        releaseFirst.signal()
+        await queue.waitUntilIdle()
+        #expect(first.isFinished && second.isFinished)
+        #expect(second.currentOutcome?.kind == .finished)
+        #expect(!overlapped.isSignalled, "the newcomer's closure ran while the replaced one's still ran")
+    }
+
     @Test func finishedAndCancelledOperationsDoNotBlockANewcomer() async {
         let (queue, _) = makeOperationQueue()
         let done = queue.addAsyncOperation(name: "a") { $0.finish() }
