@@ -157,7 +157,10 @@ struct DeduplicationTests {
     /// for X's to return (the gate of X is made in the same transition as B's admission).
     @Test func aBatchOfReplacementsWaitsForTheBodyTheFirstOneReplaced() async throws {
         let (queue, _) = makeQueue()
-        let xStarted = Signal(), releaseX = Signal(), xReturned = Signal(), bStarted = Signal()
+        let xStarted = Signal()
+        let releaseX = Signal()
+        let xReturned = Signal()
+        let bStarted = Signal()
         let overlapped = Signal()
         let x = queue.add(.init(name: "n")) {
             xStarted.signal()

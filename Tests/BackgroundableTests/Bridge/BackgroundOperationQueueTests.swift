@@ -109,7 +109,10 @@ struct BackgroundOperationQueueTests {
     /// depends on it, never runs its closure beside it.
     @Test func aReplacedOperationFinishesOnlyOnceItsClosureReturned() async {
         let (queue, _) = makeOperationQueue()
-        let firstStarted = Signal(), secondStarted = Signal(), firstReturned = Signal(), overlapped = Signal()
+        let firstStarted = Signal()
+        let secondStarted = Signal()
+        let firstReturned = Signal()
+        let overlapped = Signal()
         let releaseFirst = DispatchSemaphore(value: 0)
         let first = AsyncOperation(name: "n", timeout: .infinity) { operation in
             firstStarted.signal()
