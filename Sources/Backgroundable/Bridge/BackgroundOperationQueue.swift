@@ -458,23 +458,30 @@ private struct WeakOperationQueueDelegate {
 /// operations of its name depend on it meanwhile (see ``LingeringBodies``). Foundation's
 /// own `isFinished` is not read under the queue's lock: a watcher sets the flag (an
 /// ``AsyncOperation``'s own lock may be taken there, after the queue's).
+///
+/// Held weakly: the table, swept under the queue's lock, must never hold the last
+/// reference to an operation, whose `deinit` (a subclass's) would then run under it.
+/// Foundation holds a running operation, and a newcomer its dependencies.
 final class ReplacedOperation: LingeringBody {
-    let operation: Operation
+    weak let operation: Operation?
     private let finished = Atomic<Bool>(false)
 
     init(_ operation: Operation) {
         self.operation = operation
     }
 
-    /// Finished, or an ``AsyncOperation`` whose closure will never run (it ended before
-    /// it was started: Foundation finishes it at once).
+    /// Finished (or released: nothing can run it any more), or an ``AsyncOperation``
+    /// whose closure will never run (it ended before it was started: Foundation
+    /// finishes it at once).
     var hasReturned: Bool {
         if finished.load(ordering: .acquiring) { return true }
+        guard let operation else { return true }
         return (operation as? AsyncOperation)?.cannotRunAnymore ?? false
     }
 
     /// After unlocking: sets the flag once Foundation finished the operation.
     func watch() {
+        guard let operation else { return finished.store(true, ordering: .releasing) }
         BridgeQueue.whenFinished(operation) { self.finished.store(true, ordering: .releasing) }
     }
 }

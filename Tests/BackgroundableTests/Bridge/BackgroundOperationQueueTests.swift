@@ -139,6 +139,23 @@ struct BackgroundOperationQueueTests {
         #expect(!overlapped.isSignalled, "the newcomer's closure ran while the replaced one's still ran")
     }
 
+    /// The table of replaced operations (swept under the queue's lock) never holds the
+    /// last reference to one: a subclass's `deinit` never runs under the lock.
+    @Test func aReplacedOperationIsNotKeptAliveByTheQueue() {
+        weak var released: Operation?
+        let replaced: ReplacedOperation
+        do {
+            let operation = BlockOperation {}
+            released = operation
+            replaced = ReplacedOperation(operation)
+            #expect(!replaced.hasReturned)
+        }
+        #expect(released == nil)
+        #expect(replaced.hasReturned)
+        replaced.watch()  // nothing to watch: already counts as returned
+        #expect(replaced.hasReturned)
+    }
+
     @Test func finishedAndCancelledOperationsDoNotBlockANewcomer() async {
         let (queue, _) = makeOperationQueue()
         let done = queue.addAsyncOperation(name: "a") { $0.finish() }
