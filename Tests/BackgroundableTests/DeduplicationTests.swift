@@ -1,5 +1,6 @@
 import BackgroundableTesting
 import Dispatch
+import Synchronization
 import Testing
 
 @testable import Backgroundable
@@ -174,13 +175,26 @@ struct DeduplicationTests {
             bStarted.signal()
         }
         #expect(queue.add(contentsOf: [a.task, b.task]) == 2)
-        // A bound, not an ordering: with the defect, B's body runs before X is released.
-        #expect(await bStarted.wait(upTo: .milliseconds(200)) == false)
+        // Before its body can run, B is held behind a gate that X's body still keeps closed.
+        #expect(waitsBehindAClosedGate(b.task))
         releaseX.signal()
+        await bStarted.wait()
         _ = try await b.value
         #expect(await x.outcome.kind == .replaced)
         #expect(await a.task.outcome.kind == .replaced)
         #expect(!overlapped.isSignalled, "B's body ran while X's, which A replaced, still ran")
+    }
+
+    /// Whether `unit`'s work is held back behind a replaced body that has not returned.
+    private func waitsBehindAClosedGate(_ unit: AsyncTask) -> Bool {
+        unit.state.withLock { state in
+            switch state.phase {
+            case .enqueued(.afterReplaced(let gates, _)), .launching(.afterReplaced(let gates, _), _):
+                gates.contains { !$0.isOpen }
+            default:
+                false
+            }
+        }
     }
 
     @Test func deduplicationIsPerQueue() async {
