@@ -253,12 +253,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
             if unit.startHere(byItsFrontEnd: true, beforeRunning: keepDeadline), !unit.isFinished {
                 closure(self)
             }
-            bridge.withLock { $0.closureReturned() }
         } else {
             // Does nothing if the unit ended meanwhile, or was added to a queue before.
             unit.startHere(beforeRunning: keepDeadline)
         }
-        reportFinishedIfDue()
+        reportFinishedIfDue(closureReturned: true)
     }
 
     /// The queues that keep the deadlines of operations no ``BackgroundOperationQueue``
@@ -298,8 +297,8 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// Reports `isFinished` exactly once: when `start()` has reported (or skipped)
     /// `isExecuting` and the unit has ended. Whichever of the two comes last does it;
     /// the claim under the lock makes it exactly once.
-    private func reportFinishedIfDue() {
-        guard let wasExecuting = bridge.withLock({ $0.claimFinish() }) else { return }
+    private func reportFinishedIfDue(closureReturned: Bool = false) {
+        guard let wasExecuting = bridge.withLock({ $0.claimFinish(closureReturned: closureReturned) }) else { return }
         if wasExecuting { willChangeValue(forKey: "isExecuting") }
         willChangeValue(forKey: "isFinished")
         let (observers, tracking, progress) = bridge.withLock { $0.reportFinished() }
@@ -466,10 +465,6 @@ private struct BridgeState {
         closureRuns = runsClosure
     }
 
-    mutating func closureReturned() {
-        closureRuns = false
-    }
-
     /// The queue tracking the operation, the first time only; `nil` after.
     mutating func noteUnitEnded(_ outcome: AsyncTask.Outcome) -> Tracking?? {
         guard !unitEnded else { return nil }
@@ -480,7 +475,9 @@ private struct BridgeState {
 
     /// Claims the report of `isFinished` once both halves are done; returns whether
     /// `isExecuting` was reported, or `nil` when it is not (or no longer) this caller's.
-    mutating func claimFinish() -> Bool? {
+    /// `closureReturned`: `start()` calls it once its closure returned.
+    mutating func claimFinish(closureReturned: Bool) -> Bool? {
+        if closureReturned { closureRuns = false }
         guard startReported, unitEnded, !finishClaimed, !(replaced && closureRuns) else { return nil }
         finishClaimed = true
         return reportsExecuting
