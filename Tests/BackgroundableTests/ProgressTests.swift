@@ -303,8 +303,12 @@ struct ProgressTests {
         await queue.waitUntilIdle()
         #expect(progress.totalUnitCount == 3)
         #expect(progress.completedUnitCount == 3)
+        // Suspended, so that both are work of one busy period (the block could
+        // otherwise end it before the barrier is added).
+        queue.isSuspended = true
         queue.addOperation(BlockOperation {})
         queue.addBarrierBlock {}
+        queue.isSuspended = false
         await queue.waitUntilIdle()
         #expect(progress.totalUnitCount == 2)
         #expect(progress.completedUnitCount == 2)
