@@ -18,7 +18,10 @@ import Testing
 /// `BACKGROUNDABLE_CRASH_SEED` the first seed (printed, to replay a failure).
 @Suite struct DurableCrashTests {
     private struct Log {
-        var acked: [(id: String, name: String?, dropped: Bool)] = []
+        /// The adds, in order: the acknowledged ones, and after each generation's the one
+        /// that was in flight when the kill came, if its job started (so it was written,
+        /// and may have replaced an earlier job of its name, then ended, unacknowledged).
+        var adds: [(id: String, name: String?, dropped: Bool, acknowledged: Bool)] = []
         var started: Set<String> = []
         var completing: Set<String> = []
         var completed: Set<String> = []
@@ -26,18 +29,26 @@ import Testing
         var storedNames: [String: Set<String>] = [:]
         var ready = false
 
-        mutating func read(_ text: String) {
+        /// Reads one generation's lines; `stored` holds the jobs the reopen before it found.
+        mutating func read(_ text: String, stored: Set<String>) {
+            var startedNames: [(id: String, name: String?)] = []
             for line in text.split(separator: "\n") {
                 let words = line.split(separator: " ").map(String.init)
                 switch words.first {
                 case "ready": ready = true
                 case "acked" where words.count == 4:
-                    acked.append((words[1], words[2] == "-" ? nil : words[2], words[3] == "1"))
-                case "start" where words.count == 3: started.insert(words[1])
+                    adds.append((words[1], words[2] == "-" ? nil : words[2], words[3] == "1", true))
+                case "start" where words.count == 4:
+                    started.insert(words[1])
+                    startedNames.append((words[1], words[3] == "-" ? nil : words[3]))
                 case "completing" where words.count == 2: completing.insert(words[1])
                 case "completed" where words.count == 2: completed.insert(words[1])
                 default: break  // a line cut by the kill
                 }
+            }
+            let known = Set(adds.map(\.id)).union(stored)
+            if let inFlight = startedNames.first(where: { !known.contains($0.id) }) {
+                adds.append((inFlight.id, inFlight.name, false, false))
             }
         }
     }
@@ -75,13 +86,16 @@ import Testing
         let directory = ScratchDirectory("durable-crash")
         defer { directory.remove() }
         var log = Log()
+        var storedAtReopen: Set<String> = []
         for generation in 0..<2 {
             // Kill anywhere from before the first add to after the last job ended.
             let delay = Duration.microseconds(Int64((seed &* 7919 &+ UInt64(generation) &* 104_729) % 40_000))
             let printed = try await runAndKill(
                 directory: directory.path, seed: seed &* 2 &+ UInt64(generation), jobs: 12, delay: delay)
-            log.read(printed)
-            for job in try await checkStore(directory, seed: seed) {
+            log.read(printed, stored: storedAtReopen)
+            let jobs = try await checkStore(directory, seed: seed)
+            storedAtReopen = Set(jobs.map(\.id.description))
+            for job in jobs {
                 if let name = job.name { log.storedNames[name, default: []].insert(job.id.description) }
             }
         }
@@ -116,13 +130,13 @@ import Testing
         let ended = log.completed
         #expect(ran.isDisjoint(with: ended), "seed \(seed): a job whose end was recorded ran again")
         let storedAtRestart = Set(before.map(\.id.description))
-        for (index, add) in log.acked.enumerated() where !add.dropped {
+        for (index, add) in log.adds.enumerated() where add.acknowledged && !add.dropped {
             // Replaced: by a later add of the name, acknowledged or not (the kill can come
-            // between a replace's write and its acknowledgement): then a reopen found
-            // another job of the name stored, or the restart did.
+            // between a replace's write and its acknowledgement): then its job started, or
+            // a reopen found another job of the name stored, or the restart did.
             let replaced =
                 add.name.map { name in
-                    log.acked[(index + 1)...].contains { $0.name == name && !$0.dropped }
+                    log.adds[(index + 1)...].contains { $0.name == name && !$0.dropped }
                         || log.storedNames[name, default: []].contains { $0 != add.id }
                         || before.contains { $0.name == name && $0.id.description != add.id }
                 } ?? false

@@ -4,7 +4,7 @@
 //
 //   ready                                   the store is open
 //   acked <id> <name|-> <dropped 0|1>       an add returned
-//   start <id> <attempt>                    a handler started
+//   start <id> <attempt> <name|->           a handler started
 //   completing <id>                         a job ended; the store is asked to remove it
 //   completed <id>                          the store removed it
 //
@@ -97,7 +97,7 @@ let store = try await FileJobStore(directory: URL(fileURLWithPath: arguments[1])
 let jobs = DurableQueue(
     store: LoggingStore(base: store), queue: BackgroundQueue(name: "durable-fixture", maxConcurrentTasks: 3))
 jobs.register(.work) { work, job in
-    say("start \(job.id) \(job.attempt)")
+    say("start \(job.id) \(job.attempt) \(job.name ?? "-")")
     try await Task.sleep(for: .milliseconds(work.milliseconds))
     struct Flaky: Error {}
     if job.attempt <= work.failures { throw Flaky() }
