@@ -61,6 +61,28 @@ struct ObservationTests {
         }
     }
 
+    @Test func aDelegateSetWhileBusyHearsTheNextPeriodInPairs() async {
+        let (queue, _) = makeQueue()
+        let first = RecordingDelegate()
+        let second = RecordingDelegate()
+        queue.setDelegate(first)
+        let started = Signal()
+        let release = Signal()
+        queue.add {
+            started.signal()
+            await release.wait()
+        }
+        await started.wait()  // the period's will-start went to `first`
+        queue.setDelegate(second)
+        release.signal()
+        await queue.waitUntilIdle()
+        queue.add { $0.finish() }
+        await queue.waitUntilIdle()
+        await mainActorDeliveries()
+        #expect(first.calls.all == ["willStart"])
+        #expect(second.calls.all == ["willStart", "didFinish"])
+    }
+
     @Test func delegateIsHeldWeakly() async {
         let (queue, _) = makeQueue()
         weak var weakDelegate: RecordingDelegate?

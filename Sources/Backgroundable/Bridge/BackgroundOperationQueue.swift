@@ -72,7 +72,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// suspension — are those of every ``BackgroundQueue``: the same state machine, in
     /// which Foundation starts the members (they are *external*).
     let storage: BridgeStorage
-    private let delegateBox = Lock(WeakOperationQueueDelegate())
+    private let delegateBox = Lock(DelegateSlot<any BackgroundOperationQueueDelegate>())
     /// Where the delegate's notifications wait for the main actor.
     private let mailbox = MainActorMailbox()
     /// ``busyPeriodProgress`` and its watch, made on first read.
@@ -138,7 +138,9 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     // MARK: Delegate
 
     /// Receives the two 1.x notifications. Held weakly. See
-    /// ``BackgroundOperationQueueDelegate`` for the threading contract.
+    /// ``BackgroundOperationQueueDelegate`` for the threading contract. A delegate set
+    /// while the queue is busy hears nothing of that busy period: its first call is the
+    /// next period's will-start, so it always hears the two in pairs.
     public var delegate: (any BackgroundOperationQueueDelegate)? {
         get { delegateBox.withLock { $0.delegate } }
         set { delegateBox.withLock { $0.delegate = newValue } }
@@ -375,12 +377,12 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
 
 extension BackgroundOperationQueue: QueueFront {
     func queueWillStartWork() {
-        guard let delegate else { return }
+        guard let delegate = delegateBox.withLock({ $0.takeWillStart() }) else { return }
         mailbox.post { delegate.backgroundQueueWillStartOperations(self) }
     }
 
     func queueDidFinishWork(then delivered: @escaping @Sendable () -> Void) {
-        let notification = delegate.map { delegate in
+        let notification = delegateBox.withLock { $0.takeDidFinish() }.map { delegate in
             { @MainActor @Sendable in delegate.backgroundQueueDidFinishOperations(self) }
         }
         mailbox.post(notification, then: delivered)
@@ -448,10 +450,6 @@ extension Operation: QueueMember {
     var reportedProgress: Double? { nil }
 
     var memberName: String? { name }
-}
-
-private struct WeakOperationQueueDelegate {
-    weak var delegate: (any BackgroundOperationQueueDelegate)?
 }
 
 /// An operation a bridge newcomer replaced, until Foundation finished it: later

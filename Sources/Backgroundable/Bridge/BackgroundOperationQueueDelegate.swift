@@ -5,6 +5,8 @@
 /// A main-actor type conforms as it is: no `nonisolated`, no hop. Both are called
 /// exactly once per busy period and in order (will-start, then did-finish, then
 /// will-start of the next period…), on the main actor, after the transition happened.
+/// A delegate set while the queue is busy hears nothing of that period: its first
+/// call is the next period's will-start.
 /// They need a running main actor (an app's run loop, or an `async` `main` in a tool).
 /// ``BackgroundOperationQueue/waitUntilIdle()`` returns only after did-finish has
 /// returned.

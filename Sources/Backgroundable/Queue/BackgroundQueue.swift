@@ -31,7 +31,7 @@ public actor BackgroundQueue {
     public static let shared = BackgroundQueue(name: "Backgroundable.shared")
 
     nonisolated let core: QueueCore
-    private nonisolated let delegateBox = Lock(WeakDelegate())
+    private nonisolated let delegateBox = Lock(DelegateSlot<any BackgroundQueueDelegate>())
     /// Where the delegate's notifications wait for the main actor.
     private nonisolated let mailbox = MainActorMailbox()
 
@@ -407,7 +407,9 @@ public actor BackgroundQueue {
 
     /// Receives the two 1.x notifications on the main actor: the queue went busy, the
     /// queue went idle. Held weakly. Calls are made in order, exactly once per busy
-    /// period, after the transition (see ``BackgroundQueueDelegate``).
+    /// period, after the transition (see ``BackgroundQueueDelegate``). A delegate set
+    /// while the queue is busy hears nothing of that busy period: its first call is the
+    /// next period's will-start, so it always hears the two in pairs.
     public nonisolated var delegate: (any BackgroundQueueDelegate)? {
         delegateBox.withLock { $0.delegate }
     }
@@ -420,20 +422,16 @@ public actor BackgroundQueue {
 
 extension BackgroundQueue: QueueFront {
     nonisolated func queueWillStartWork() {
-        guard let delegate else { return }
+        guard let delegate = delegateBox.withLock({ $0.takeWillStart() }) else { return }
         mailbox.post { delegate.backgroundQueueWillStartTasks(self) }
     }
 
     nonisolated func queueDidFinishWork(then delivered: @escaping @Sendable () -> Void) {
-        let notification = delegate.map { delegate in
+        let notification = delegateBox.withLock { $0.takeDidFinish() }.map { delegate in
             { @MainActor @Sendable in delegate.backgroundQueueDidFinishTasks(self) }
         }
         mailbox.post(notification, then: delivered)
     }
-}
-
-private struct WeakDelegate {
-    weak var delegate: (any BackgroundQueueDelegate)?
 }
 
 /// The storage of a ``BackgroundQueue``.

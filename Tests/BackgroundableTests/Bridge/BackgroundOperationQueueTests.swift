@@ -251,6 +251,25 @@ struct BackgroundOperationQueueTests {
         #expect(!queue.isBusy)
     }
 
+    @Test func aDelegateSetWhileBusyHearsTheNextPeriodInPairs() async {
+        let (queue, _) = makeOperationQueue()
+        let first = RecordingOperationQueueDelegate()
+        let second = RecordingOperationQueueDelegate()
+        queue.delegate = first
+        let started = Signal()
+        let release = Signal()
+        queue.addOperation(gatedOperation(started: started, release: release))
+        await started.wait()  // the period's will-start went to `first`
+        queue.delegate = second
+        release.signal()
+        await queue.waitUntilIdle()
+        queue.addOperation {}
+        await queue.waitUntilIdle()
+        await mainActorDeliveries()
+        #expect(first.calls.all == [.willStart])
+        #expect(second.calls.all == [.willStart, .didFinish])
+    }
+
     @Test func oneAssertionPerBusyPeriod() async {
         let (queue, provider) = makeOperationQueue()
         let delegate = RecordingOperationQueueDelegate()
