@@ -381,7 +381,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 // Background time first, then the delegate and listeners; members
                 // of the period start only after all of them.
                 let time = HeldBackgroundTime.begin(named: label, provider: provider) {
-                    self.expireBackgroundTime()
+                    self.expireBackgroundTime(period: period)
                 }
                 state.withLock { $0.backgroundTime = time }
                 front?.queueWillStartWork()
@@ -433,12 +433,12 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         }
     }
 
-    /// The provider took the background time back (the assertion has ended itself), or a
-    /// shutdown expires the queue's work: listeners hear it, then the expiration policy
-    /// applies.
-    func expireBackgroundTime() {
+    /// The provider took the background time of `period` back (the assertion has ended
+    /// itself), or a shutdown expires the queue's work (`nil`): listeners hear it, then
+    /// the expiration policy applies — unless `period` has ended meanwhile.
+    func expireBackgroundTime(period: UInt64? = nil) {
         transition { machine, actions in
-            machine.backgroundTimeExpired(policy: expirationPolicy, actions: &actions)
+            machine.backgroundTimeExpired(period: period, policy: expirationPolicy, actions: &actions)
         }
     }
 

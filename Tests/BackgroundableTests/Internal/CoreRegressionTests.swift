@@ -264,6 +264,34 @@ struct CoreRegressionTests {
         await queue.waitUntilIdle()
     }
 
+    @Test func theExpiryOfAnEndedBusyPeriodLeavesTheNextPeriodAlone() async {
+        let provider = RecordingBackgroundTaskProvider()
+        let observer = BlockingObserver()
+        let queue = BackgroundQueue(
+            label: "late-expiry", maxConcurrentTasks: nil, backgroundTaskProvider: provider,
+            expirationPolicy: .cancelAll, observers: [observer], measurer: nil)
+        // Period 1's unit ends on a thread of its own, which then delivers the end and
+        // waits in the observer: period 1's idle is decided, not delivered, and its
+        // background time is still held.
+        let go = DispatchSemaphore(value: 0)
+        queue.add(.init(timeout: nil)) { task in
+            Thread {
+                go.wait()
+                task.finish()
+            }
+            .start()
+        }
+        go.signal()  // after the add returned: the test's thread no longer delivers
+        await observer.entered.wait()
+        // Period 2 begins; its unit waits for its own background time.
+        let second = queue.add(.init(timeout: nil)) { $0.finish() }
+        provider.expireAll()  // period 1's time expires, late
+        observer.open.signal()
+        #expect(await second.outcome.kind == .finished)
+        await queue.waitUntilIdle()
+        #expect(provider.activeIdentifiers.isEmpty)
+    }
+
     @Test func anEarlierAttemptsErrorIsReleasedOutsideTheUnitsLock() async throws {
         let (queue, _) = makeQueue()
         let attempts = Lock(0)
@@ -398,6 +426,20 @@ private final class GatedProvider: BackgroundTaskProvider {
     }
 
     func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {}
+}
+
+/// Holds the thread that delivers the first `ended` event until `open` is signalled;
+/// `entered` says it is there.
+private final class BlockingObserver: QueueObserver {
+    let entered = Signal()
+    let open = DispatchSemaphore(value: 0)
+    var events: ObservedEvents { .ended }
+
+    func observe(_ event: QueueEvent<AsyncTask>) {
+        guard !entered.isSignalled else { return }
+        entered.signal()
+        open.wait()  // A thread of the test's own, never a cooperative one.
+    }
 }
 
 /// Asks its queue for `ended` events, and keeps none of them.

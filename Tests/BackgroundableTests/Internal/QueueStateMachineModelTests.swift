@@ -679,7 +679,7 @@ struct QueueStateMachineModelTests {
                     harness.reference.cancel { $0.place != .executing }
                 }
                 harness.transition { machine, actions in
-                    machine.backgroundTimeExpired(policy: policy, actions: &actions)
+                    machine.backgroundTimeExpired(period: nil, policy: policy, actions: &actions)
                 }
             default:
                 // Rare: after it, every add of the sequence is turned away.

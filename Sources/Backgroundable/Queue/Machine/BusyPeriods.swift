@@ -51,6 +51,11 @@ struct BusyPeriods {
         return .ended(period: period, reported: reportsBusyPeriods)
     }
 
+    /// `true` while `period` is the busy period under way.
+    func isCurrent(_ period: UInt64) -> Bool {
+        isBusy && period == self.period
+    }
+
     /// The deliverer began the background time of `period`: `true` when that is the
     /// current period's and its members may start now.
     mutating func backgroundTimeBegun(period begun: UInt64) -> Bool {

@@ -38,12 +38,16 @@ extension QueueStateMachine {
         startReady(inline: 1, actions: &actions)
     }
 
-    /// The provider took the background time back: listeners hear it, then `policy`
-    /// decides what is cancelled.
+    /// The provider took the background time of `period` back (`nil`: whatever the
+    /// queue holds now, as a shutdown does): listeners hear it, then `policy` decides
+    /// what is cancelled. The expiry of a period that has ended is ignored: the units of
+    /// a later period wait for their own background time, whose provider tells them.
     mutating func backgroundTimeExpired(
+        period: UInt64?,
         policy: BackgroundQueue.ExpirationPolicy,
         actions: inout Actions
     ) {
+        if let period, !busy.isCurrent(period) { return }
         emit(.backgroundTimeExpiring, actions: &actions)
         switch policy.kind {
         case .cancelAll: cancelAll(actions: &actions)
