@@ -293,7 +293,10 @@ public actor BackgroundQueue {
 
     /// Cancels every live unit — waiting and executing — with outcome
     /// ``AsyncTask/Outcome/cancelled``. Units added afterwards run normally. Every unit
-    /// it cancels has ended, and left the queue, when this returns.
+    /// it cancels has ended, and left the queue, when this returns. A unit that reached
+    /// another outcome on another thread just before (its `finish()`, say) is not
+    /// cancelled: it leaves the queue when that thread has told the queue, which may be
+    /// a moment after this returns.
     public nonisolated func cancelAll() {
         core.transition { machine, actions in machine.cancelAll(actions: &actions) }
     }
