@@ -14,12 +14,11 @@ struct FoundationFidelityTests {
         let delegate = RecordingOperationQueueDelegate()
         queue.delegate = delegate
         let seen = Recorder<String>()
-        // On an idle queue Foundation runs the block on its dispatch queue, outside its
-        // operations.
+        // On an idle queue Foundation runs the block at once on its dispatch queue,
+        // outside its operations (the queue may be idle again when this returns).
         queue.addBarrierBlock {
             seen.append("busy: \(queue.isBusy), assertions: \(provider.activeIdentifiers.count)")
         }
-        #expect(queue.isBusy)
         await queue.waitUntilIdle()
         #expect(seen.count == 1)
 

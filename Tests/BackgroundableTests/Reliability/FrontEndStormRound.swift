@@ -285,21 +285,29 @@ extension FrontEnd {
         /// From a `.high` task: a burst of adds (a drainer is then at work, and plain adds
         /// go through the lock-free inbox), then a `.low` unit awaited at once. Its body
         /// waits until its caller is about to await it, then yields until its priority
-        /// rises (a few hundred yields at most: the await registers right after), and
-        /// reads it. (No timed wait: a timer in a task escalated while it waits may fire
-        /// very late.)
+        /// rises (the await registers right after; a loaded machine may run the body
+        /// first for a while, so the bound is the budget's), and reads it. (No timer: a
+        /// timer in a task escalated while it waits may fire very late.)
         func spawnInboxAwaiter(_ queue: BackgroundQueue, _ random: inout SplitMix64) {
             let probe = Probe()
             let priority = random.pick([.low, .background] as [TaskPriority])
             inboxProbes.withLock { $0.append(probe) }
             tasks.enter()
-            Task(priority: .high) { [tasks] in
+            Task(priority: .high) { [tasks, budget] in
                 for _ in 0..<3 { queue.add(.init(timeout: nil)) { $0.finish() } }
                 let awaiting = Flag()
                 let handle = queue.add(.init(priority: priority)) {
                     probe.bodyStarted(AsyncTask.current)
                     await awaiting.wait()
-                    for _ in 0..<200 where Task.currentPriority < .high { await Task.yield() }
+                    let clock = ContinuousClock()
+                    let deadline = clock.now + budget.bound("inbox escalation")
+                    while Task.currentPriority < .high {
+                        guard clock.now < deadline else {
+                            budget.ranOut("inbox escalation")
+                            break
+                        }
+                        await Task.yield()
+                    }
                     let read = Task.currentPriority
                     probe.state.withLock { $0.endPriority = read }
                 }

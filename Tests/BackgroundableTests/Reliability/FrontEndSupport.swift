@@ -71,7 +71,7 @@ extension FrontEnd {
         /// The bound of a wait of `kind`. An `escalation` event follows the await that
         /// causes it at once: its bound is shorter, since a broken build waits for it often.
         func bound(_ kind: String) -> Duration {
-            isExhausted(kind) ? Self.short : kind == "escalation" ? .seconds(5) : Self.generous
+            isExhausted(kind) ? Self.short : kind == "escalation" ? .seconds(15) : Self.generous
         }
 
         func isExhausted(_ kind: String) -> Bool {
@@ -176,9 +176,9 @@ extension FrontEnd {
         _ report: Report, isReleased: () -> Bool, forget: () -> Void
     ) async -> (check: String, message: String)? {
         if report.hasFailed(releaseCheck) { return nil }
-        if !report.hasFailed(heldUnitsCheck), await eventually(within: .seconds(3), isReleased) { return nil }
+        if !report.hasFailed(heldUnitsCheck), await eventually(within: Budget.generous, isReleased) { return nil }
         forget()
-        if await eventually(within: .seconds(3), isReleased) {
+        if await eventually(within: Budget.generous, isReleased) {
             if report.hasFailed(heldUnitsCheck) { return nil }
             return (heldUnitsCheck, "the storage was released only once the test let go of the ended units")
         }

@@ -19,7 +19,15 @@ struct MisuseTests {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let ran = Recorder<Int>()
         let callbacks = Recorder<Int>()
-        let zero = queue.add(.init(timeout: .zero, onTimeout: { _ in callbacks.append(0) })) { task in
+        let called = Signal()
+        let zero = queue.add(
+            .init(
+                timeout: .zero,
+                onTimeout: { _ in
+                    callbacks.append(0)
+                    called.signal()
+                })
+        ) { task in
             ran.append(0)
             task.finish()
         }
@@ -29,6 +37,7 @@ struct MisuseTests {
         #expect(await negative.task.outcome.kind == .timedOut)
         #expect(await other.outcome.kind == .finished)
         await queue.waitUntilIdle()
+        await called.wait()  // `onTimeout` runs in a task of its own, after the outcome
         #expect(ran.all.isEmpty)
         #expect(callbacks.all == [0], "onTimeout still runs exactly once")
     }
@@ -329,13 +338,16 @@ struct MisuseTests {
         let (queue, _) = makeQueue()
         let gate = Signal()
         let order = Recorder<String>()
+        let blockerStarted = Signal()
         let blocker = queue.add(.init(timeout: nil, lane: "l")) { unit in
             order.append("blocker")
+            blockerStarted.signal()
             Task {
                 await gate.wait()
                 unit.finish()
             }
         }
+        await blockerStarted.wait()
         // The sequence is a lane of its own: it does not wait behind lane "l".
         let members = (0..<3).map { index in
             AsyncTask(.init(lane: "l")) { unit in
