@@ -65,13 +65,28 @@ final class HeldBackgroundTime: Sendable {
         case expired
     }
 
+    /// Who hears that the time expired.
+    private enum Expiry {
+        case call(@Sendable () -> Void)
+        /// A queue, told which of its busy periods the time was for (kept here rather than
+        /// captured, which would cost the queue an allocation per busy period).
+        case period(UInt64, @Sendable (UInt64) -> Void)
+
+        func notify() {
+            switch self {
+            case .call(let handler): handler()
+            case .period(let period, let handler): handler(period)
+            }
+        }
+    }
+
     private let provider: any BackgroundTaskProvider
-    private let onExpiration: @Sendable () -> Void
+    private let expiry: Expiry
     private let state = Lock(State.beginning(endRequested: false, expired: false))
 
-    private init(provider: any BackgroundTaskProvider, onExpiration: @escaping @Sendable () -> Void) {
+    private init(provider: any BackgroundTaskProvider, expiry: Expiry) {
         self.provider = provider
-        self.onExpiration = onExpiration
+        self.expiry = expiry
     }
 
     /// Asks `provider` for background time; see ``BackgroundTimeAssertion/begin(named:provider:onExpiration:)``.
@@ -80,7 +95,24 @@ final class HeldBackgroundTime: Sendable {
         provider: any BackgroundTaskProvider,
         onExpiration: @escaping @Sendable () -> Void
     ) -> HeldBackgroundTime {
-        let time = HeldBackgroundTime(provider: provider, onExpiration: onExpiration)
+        begin(named: name, provider: provider, expiry: .call(onExpiration))
+    }
+
+    /// Asks `provider` for the background time of a queue's busy `period`: on expiry,
+    /// `onExpiration` is called with `period`.
+    static func begin(
+        named name: String,
+        provider: any BackgroundTaskProvider,
+        period: UInt64,
+        onExpiration: @escaping @Sendable (UInt64) -> Void
+    ) -> HeldBackgroundTime {
+        begin(named: name, provider: provider, expiry: .period(period, onExpiration))
+    }
+
+    private static func begin(
+        named name: String, provider: any BackgroundTaskProvider, expiry: Expiry
+    ) -> HeldBackgroundTime {
+        let time = HeldBackgroundTime(provider: provider, expiry: expiry)
         let identifier = provider.beginBackgroundTask(named: name) { time.expire() }
         let outcome = time.state.withLock { state -> (end: Bool, expired: Bool) in
             guard case .beginning(let endRequested, let expired) = state else { return (false, false) }
@@ -91,7 +123,7 @@ final class HeldBackgroundTime: Sendable {
             provider.endBackgroundTask(identifier)
         }
         if outcome.expired {
-            onExpiration()
+            expiry.notify()
         }
         return time
     }
@@ -145,7 +177,7 @@ final class HeldBackgroundTime: Sendable {
             provider.endBackgroundTask(identifier)
         }
         if notify {
-            onExpiration()
+            expiry.notify()
         }
     }
 }

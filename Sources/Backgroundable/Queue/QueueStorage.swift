@@ -380,8 +380,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             case .busy(let period):
                 // Background time first, then the delegate and listeners; members
                 // of the period start only after all of them.
-                let time = HeldBackgroundTime.begin(named: label, provider: provider) {
-                    self.expireBackgroundTime(period: period)
+                let time = HeldBackgroundTime.begin(named: label, provider: provider, period: period) {
+                    self.expireBackgroundTime(period: $0)
                 }
                 state.withLock { $0.backgroundTime = time }
                 front?.queueWillStartWork()
