@@ -1,5 +1,6 @@
 import BackgroundableTesting
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -185,16 +186,70 @@ struct DeduplicationTests {
         #expect(!overlapped.isSignalled, "B's body ran while X's, which A replaced, still ran")
     }
 
-    /// Whether `unit`'s work is held back behind a replaced body that has not returned.
-    private func waitsBehindAClosedGate(_ unit: AsyncTask) -> Bool {
-        unit.state.withLock { state in
-            switch state.phase {
-            case .enqueued(.afterReplaced(let gates, _)), .launching(.afterReplaced(let gates, _), _):
-                gates.contains { !$0.isOpen }
-            default:
-                false
-            }
+    @Test(arguments: [false, true])
+    func aNamedBodyThatOutlivesItsCancellationOrTimeoutHoldsBackTheNextOfItsName(timesOut: Bool) async throws {
+        let clock = TestClock()
+        let (queue, _) = makeQueue(clock: clock)
+        let xStarted = Signal()
+        let releaseX = Signal()
+        let xReturned = Signal()
+        let x = queue.add(.init(name: "n", timeout: .seconds(1))) {
+            xStarted.signal()
+            await releaseX.wait()  // not cancellable: the body ignores its cancellation
+            xReturned.signal()
         }
+        await xStarted.wait()
+        if timesOut {
+            clock.advance(by: .seconds(2))
+        } else {
+            x.task.cancel()
+        }
+        #expect(await x.outcome.kind == (timesOut ? .timedOut : .cancelled))
+        let overlapped = Signal()
+        let y = queue.add(.init(name: "n", uniquenessPolicy: .drop)) {
+            if !xReturned.isSignalled { overlapped.signal() }
+        }
+        #expect(waitsBehindAClosedGate(y.task))
+        // A unit that ignores names does not wait.
+        _ = try await queue.add(.init(name: "n")) {}.value
+        releaseX.signal()
+        _ = try await y.value
+        let how = timesOut ? "timed out" : "cancelled"
+        #expect(!overlapped.isSignalled, "Y's body ran while X's, which was \(how), still ran")
+    }
+
+    @Test func aReplacementAddedWhileACancelledUnitLeavesWaitsForItsBody() async throws {
+        let (queue, _) = makeQueue()
+        let xStarted = Signal()
+        let releaseX = Signal()
+        let xReturned = Signal()
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var options = AsyncTask.Options(name: "n")
+        options.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        let x = queue.add(options) {
+            xStarted.signal()
+            await releaseX.wait()  // not cancellable: the body ignores its cancellation
+            xReturned.signal()
+        }
+        await xStarted.wait()
+        // The end hook runs before the unit leaves the queue: X has ended, and is still
+        // live there, when Y replaces it.
+        Thread { x.task.cancel() }.start()
+        await inEndHook.wait()
+        let overlapped = Signal()
+        let y = queue.add(.init(name: "n", uniquenessPolicy: .replace)) {
+            if !xReturned.isSignalled { overlapped.signal() }
+        }
+        #expect(waitsBehindAClosedGate(y.task))
+        leave.signal()
+        releaseX.signal()
+        _ = try await y.value
+        #expect(await x.outcome.kind == .cancelled)
+        #expect(!overlapped.isSignalled, "Y's body ran while X's, cancelled as Y replaced it, still ran")
     }
 
     @Test func deduplicationIsPerQueue() async {

@@ -157,3 +157,16 @@ final class RecordingDelegate: BackgroundQueueDelegate {
 struct TestError: Error, Equatable {
     let code: Int
 }
+
+/// Whether `unit`'s work is held back behind a body of its name that has not returned
+/// (see ``LingeringBodies``).
+func waitsBehindAClosedGate(_ unit: AsyncTask) -> Bool {
+    unit.state.withLock { state in
+        switch state.phase {
+        case .enqueued(.afterReplaced(let gates, _)), .launching(.afterReplaced(let gates, _), _):
+            gates.contains { !$0.isOpen }
+        default:
+            false
+        }
+    }
+}

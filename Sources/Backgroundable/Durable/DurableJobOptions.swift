@@ -13,8 +13,8 @@ public struct DurableJobOptions: Sendable {
     public var name: String?
     /// What an add does when the store has a job of the same name:
     /// ``UniquenessPolicy/replace`` removes that job — and cancels it where it runs in
-    /// this process — and stores the new one, which may start while the cancelled
-    /// handler is still returning (as it may in another process); every other policy (``UniquenessPolicy/drop``,
+    /// this process, where the new one's handler starts only once the cancelled one
+    /// returned — and stores the new one; every other policy (``UniquenessPolicy/drop``,
     /// the default) stores nothing and returns the live job's id. Jobs without a name
     /// never collide.
     public var uniquenessPolicy: UniquenessPolicy

@@ -318,8 +318,8 @@ public final class DurableQueue: Sendable {
             name: job.name, timeout: job.timeout,
             priority: job.priority == 0 ? nil : TaskPriority(rawValue: job.priority),
             // The store keeps names unique; on the queue, a job claimed while another of
-            // its name still runs here takes its place (a job a replace removed is
-            // cancelled at once, and its body may still be returning).
+            // its name still runs here takes its place, and the bodies of one name never
+            // overlap (a job a replace removed is cancelled: its body may still run).
             uniquenessPolicy: job.name == nil ? .ignore : .replace, lane: job.lane,
             // One attempt per claim, whatever the queue's default: the store counts them.
             retry: .never)

@@ -1,4 +1,5 @@
-/// The bodies of replaced members that may still run, by name: a member added later
+/// The bodies that may still run although their member ended (replaced, or a named
+/// unit cancelled or timed out while its body ran), by name: a member added later
 /// with that name and a policy other than ``UniquenessPolicy/ignore`` waits for them,
 /// whether or not it replaces anything — the newcomer that replaced them may itself have
 /// ended before it ran — so bodies of one deduplicated name never overlap. A unit waits
@@ -30,7 +31,7 @@ struct LingeringBodies {
     }
 }
 
-/// A replaced body that may still run (see ``LingeringBodies``).
+/// A body that may still run after its member ended (see ``LingeringBodies``).
 protocol LingeringBody: AnyObject, Sendable {
     /// `true` once it returned, or when it can no longer run. Takes its own lock only.
     var hasReturned: Bool { get }

@@ -88,8 +88,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         withLocked { locked, actions in body(&locked.machine, &actions) }
     }
 
-    /// ``transition(_:)`` for adds: the body also gets the bodies that replaced members
-    /// of the added members' names may still be running (see ``LingeringBodies``).
+    /// ``transition(_:)`` with the table of bodies that may still run after their member
+    /// ended (see ``LingeringBodies``): for adds, which wait for those of their names,
+    /// and for ends that leave one.
     @discardableResult
     func admittingTransition<Result>(
         _ body: (inout Machine, inout Machine.Actions, inout LingeringBodies) -> Result
@@ -226,6 +227,18 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// that names nothing any more is ignored.
     func memberEnded(_ handle: Machine.Handle, _ outcome: AsyncTask.Outcome) {
         transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
+    }
+
+    /// ``memberEnded(_:_:)`` for a member of `name` whose body still runs (it was
+    /// cancelled or timed out): in the same step, later members of the name wait for
+    /// `body` (see ``LingeringBodies``).
+    func memberEnded(
+        _ handle: Machine.Handle, _ outcome: AsyncTask.Outcome, leaving body: any LingeringBody, named name: String
+    ) {
+        admittingTransition { machine, actions, lingering in
+            lingering.add(body, named: name)
+            machine.memberEnded(handle, outcome, actions: &actions)
+        }
     }
 
     /// A member failed an attempt and makes another one after `delay`; see

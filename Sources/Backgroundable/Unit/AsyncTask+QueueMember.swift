@@ -94,7 +94,12 @@ extension UnitState.Ending {
         if let queue {
             queue.measurer?.unitEnded(unit, outcome)
             if handle != .unadmitted {
-                queue.memberEnded(handle, outcome)
+                // The unit ended while its body runs: later units of its name wait for it.
+                if case .bodyReturn(let body)? = waiters.last, let name = unit.name {
+                    queue.memberEnded(handle, outcome, leaving: body, named: name)
+                } else {
+                    queue.memberEnded(handle, outcome)
+                }
             } else {
                 // Claimed but not admitted yet (it waits in the queue's inbox, or its
                 // batch is being added): a transition admits it now, and the admission
@@ -113,7 +118,7 @@ extension UnitState.Ending {
             case .callback(let callback): callback(outcome)
             case .observer(let observer): observer.unitEnded(outcome)
             case .joiners(let group): group.primaryEnded(outcome, value: unit.returnedValue)
-            case .bodyReturn: break  // Only ever held after the end.
+            case .bodyReturn: break  // Handed to the queue above.
             }
         }
         if let joined, joined.leave(unit, awaiting: awaiting) {

@@ -316,7 +316,8 @@ public final class AsyncTask: Sendable {
     /// not apply to its phase).
     @discardableResult
     func end(_ outcome: Outcome, value: Boxed<any Sendable>? = nil) -> Outcome? {
-        let ending = state.withLock { $0.end(outcome, value: value) }
+        let named = name != nil
+        let ending = state.withLock { $0.end(outcome, value: value, named: named) }
         ending?.perform(for: self)
         return ending?.outcome
     }

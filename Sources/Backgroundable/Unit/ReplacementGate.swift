@@ -1,18 +1,20 @@
 import Synchronization
 
-/// What a unit added with ``UniquenessPolicy/replace`` waits on before its work runs:
-/// the bodies of the units it replaced that were running at that moment. Replaced units
-/// end at once (their waiters hear ``AsyncTask/Outcome/replaced`` and their `Task` is
-/// cancelled), but a body that ignores cancellation keeps running until it returns;
-/// the replacement starts its own body only after that, so two bodies of one name
-/// never overlap.
+/// What a unit waits on before its work runs: the bodies of its name that still run
+/// although their unit ended — replaced by it (``UniquenessPolicy/replace``), or
+/// cancelled or timed out before. Such units end at once (their waiters hear the
+/// outcome and their `Task` is cancelled), but a body that ignores cancellation keeps
+/// running until it returns; the unit waiting starts its own body only after that, so
+/// two bodies of one name never overlap.
 ///
-/// Counted under the queue's lock when the replacement is added, opened by each
-/// replaced body's return. Lock order: a unit's lock, then the gate's.
+/// Counted when the unit ends (a replacement's, under the queue's lock), opened by each
+/// body's return. Lock order: a unit's lock, then the gate's.
 final class ReplacementGate: LingeringBody {
     private struct State {
         var running = 0
         var waiters: [Continuation<Void>] = []
+        /// Gates that count this gate's bodies too (see ``forward(to:)``).
+        var followers: [ReplacementGate] = []
     }
 
     private let state = Lock(State())
@@ -24,13 +26,27 @@ final class ReplacementGate: LingeringBody {
 
     /// A replaced body returned; the last one resumes the waiting replacement.
     func bodyReturned() {
-        let waiters = state.withLock { state -> [Continuation<Void>] in
+        let (waiters, followers) = state.withLock { state -> ([Continuation<Void>], [ReplacementGate]) in
             state.running -= 1
-            guard state.running == 0 else { return [] }
-            defer { state.waiters = [] }
-            return state.waiters
+            guard state.running == 0 else { return ([], []) }
+            defer { (state.waiters, state.followers) = ([], []) }
+            return (state.waiters, state.followers)
         }
         for waiter in waiters { waiter.resume() }
+        for follower in followers { follower.bodyReturned() }
+    }
+
+    /// `other` also waits for this gate's bodies: it counts one more body, which returns
+    /// once this gate opens (at once if it is open). For a replacement that already
+    /// counts other bodies when it meets one that its unit's end left behind.
+    func forward(to other: ReplacementGate) {
+        other.add()
+        let open = state.withLock { state -> Bool in
+            guard state.running > 0 else { return true }
+            state.followers.append(other)
+            return false
+        }
+        if open { other.bodyReturned() }
     }
 
     var isOpen: Bool {

@@ -28,7 +28,8 @@ public struct UniquenessPolicy: Sendable, Hashable, CaseIterable, CustomStringCo
     /// unit — its `started` event, its slot, its timeout — while it waits). Units added
     /// later with the name and any policy but ``ignore`` wait for that body too, even when
     /// the unit that replaced it ended before it ran: two bodies of one name never run at
-    /// the same time.
+    /// the same time. The same holds for the body of a named unit that was cancelled or
+    /// timed out while it ran.
     public static let replace = UniquenessPolicy(kind: .replace)
     /// Single flight: if a live unit has the same name, the new unit is not added and
     /// its work never runs: it *joins* the live unit, and ends with the live unit's

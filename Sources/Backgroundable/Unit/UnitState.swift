@@ -82,8 +82,10 @@ struct UnitState {
         /// The units that joined this one (always the first waiter): they end with its
         /// outcome and value.
         case joiners(JoinGroup)
-        /// Held by a unit replaced while its body ran (the only waiter left once it ended):
-        /// the gate its replacement waits on, opened when the body returns.
+        /// Held by a unit that ended while its body ran — replaced, or named and cancelled
+        /// or timed out — (the only waiter left once it ended): the gate later units of
+        /// its name wait on, opened when the body returns. The ending of a named unit
+        /// carries it to the queue.
         case bodyReturn(ReplacementGate)
 
         var isAwaiting: Bool {
@@ -383,18 +385,29 @@ struct UnitState {
     }
 
     /// An async body returned (`outcome` is finished or failed): the unit ends with it,
-    /// unless it ended before — then `gate` is the one its replacement waits on, if it
-    /// was replaced while the body ran.
+    /// unless it ended before — then `gate` is the one later units of its name wait on,
+    /// if it ended while the body ran (see ``countBody(in:)``).
     mutating func bodyReturned(
         _ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil
     ) -> (ending: Ending?, gate: ReplacementGate?) {
         hasEnded ? (nil, takeBodyGate()) : (end(outcome, value: value), nil)
     }
 
+    /// The gate an ended unit's body opens when it returns: after the end, the unit holds
+    /// no other waiter.
     private mutating func takeBodyGate() -> ReplacementGate? {
         guard case .bodyReturn(let gate)? = waiters.first else { return nil }
         waiters = []
         return gate
+    }
+
+    /// The unit ends while its body runs: `gate` (made here if it is `nil`) counts that
+    /// body until it returns.
+    private mutating func countBody(in gate: inout ReplacementGate?) {
+        let counting = gate ?? ReplacementGate()
+        counting.add()
+        gate = counting
+        waiters = [.bodyReturn(counting)]
     }
 
     /// Registers a waiter, or returns the outcome when the unit has already ended. An
@@ -504,19 +517,26 @@ struct UnitState {
     /// here if it is the first) counts it until the body returns, so the replacement
     /// never runs beside it. `nil` when the unit had ended already.
     mutating func replace(gate: inout ReplacementGate?) -> Ending? {
-        let bodyRuns: Bool
-        switch phase {
-        case .executing(_, .callback(parked: nil)), .executing(_, .operation), .executing(_, .retried): bodyRuns = true
-        default: bodyRuns = false
+        let bodyRuns = self.bodyRuns
+        guard let ending = end(.replaced) else {
+            // Ended already (cancelled, timed out), its body still running: the
+            // replacement waits for that body as well.
+            if case .bodyReturn(let lingering)? = waiters.first {
+                if let gate { lingering.forward(to: gate) } else { gate = lingering }
+            }
+            return nil
         }
-        guard let ending = end(.replaced) else { return nil }
-        if bodyRuns {
-            let counting = gate ?? ReplacementGate()
-            counting.add()
-            gate = counting
-            waiters = [.bodyReturn(counting)]
-        }
+        if bodyRuns { countBody(in: &gate) }
         return ending
+    }
+
+    /// `true` while the unit's body (a callback that has not returned, or an attempt of
+    /// an async body) runs.
+    private var bodyRuns: Bool {
+        switch phase {
+        case .executing(_, .callback(parked: nil)), .executing(_, .operation), .executing(_, .retried): true
+        default: false
+        }
     }
 
     /// A unit that replaced others, or whose name's replaced bodies still run, waits
@@ -542,7 +562,14 @@ struct UnitState {
     /// or when the outcome does not apply to the current phase: before the work runs a
     /// unit can only be stopped (cancelled, replaced, dropped; timed out once its queue
     /// started it); while it runs it cannot be dropped.
-    mutating func end(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil) -> Ending? {
+    ///
+    /// `named`: the unit has a name. A named unit cancelled or timed out while its body
+    /// runs keeps a gate that the body opens when it returns; the ending carries it to
+    /// the queue, where later units of the name wait for it (see ``LingeringBodies``).
+    mutating func end(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil, named: Bool = false)
+        -> Ending?
+    {
+        let lingers = named && outcome.kind != .replaced && outcome.isCancellation && bodyRuns
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
         var attempts = Attempts.none
@@ -579,7 +606,13 @@ struct UnitState {
         default:
             return nil
         }
-        return finishEnding(outcome, value: value, attempts: attempts, task: task, parkedBody: parkedBody)
+        var ending = finishEnding(outcome, value: value, attempts: attempts, task: task, parkedBody: parkedBody)
+        if lingers {
+            var gate: ReplacementGate?
+            countBody(in: &gate)
+            ending.waiters.append(.bodyReturn(gate!))  // for the queue (see `Ending.perform`)
+        }
+        return ending
     }
 
     private mutating func finishEnding(

@@ -1,8 +1,9 @@
-import Backgroundable
 import BackgroundableTesting
 import Foundation
 import Synchronization
 import Testing
+
+@testable import Backgroundable
 
 @Suite struct DurableQueueTests {
     @Test func anAddIsStoredBeforeItReturnsAndSurvivesTheStore() async throws {
@@ -48,35 +49,41 @@ import Testing
         #expect(journal.all == ["third"])
     }
 
-    @Test func aReplaceCancelsTheJobRunningHere() async throws {
-        let setup = try await DurableSetup()
+    @Test func aReplaceCancelsTheJobRunningHereAndTheBodiesNeverOverlap() async throws {
+        let queue = BackgroundQueue()
+        let setup = try await DurableSetup(queue: queue)
         defer { setup.remove() }
         let (store, jobs) = (setup.store, setup.jobs)
         let journal = Journal()
         let started = Signal()
-        let oldReturned = Signal()
+        let releaseOld = Signal()
         jobs.register(.note) { note, _ in
             journal.record("\(note.text) in")
             if note.text == "old" {
                 started.signal()
-                try? await Task.sleep(for: .seconds(60))  // until cancelled
+                await releaseOld.wait()  // not cancellable: the handler ignores its cancellation
             }
             journal.record("\(note.text) out")
-            if note.text == "old" { oldReturned.signal() }
         }
+        let events = queue.events
         try await jobs.add(.note, Note(text: "old"), options: .init(name: "n"))
         let runner = Task { await jobs.runUntilIdle() }
         await started.wait()
         // "new" is stored before "old" is cancelled: the run cannot find the store idle
         // before "new" has run.
         try await jobs.add(.note, Note(text: "new"), options: .init(name: "n", uniquenessPolicy: .replace))
+        // The new job's unit starts, and waits for the cancelled handler to return.
+        var startedUnits = 0
+        for await event in events where event.kind == .started {
+            startedUnits += 1
+            guard startedUnits == 2, let unit = event.unit else { continue }
+            #expect(waitsBehindAClosedGate(unit))
+            break
+        }
+        releaseOld.signal()
         await runner.value
         #expect(try await store.jobs().isEmpty)
-        // The cancelled body returns when it sees its cancellation; the new job's body
-        // does not wait for it (the queue has no replaced unit to wait for).
-        await oldReturned.wait()
-        #expect(journal.all.first == "old in")
-        #expect(Set(journal.all) == ["old in", "old out", "new in", "new out"])
+        #expect(journal.all == ["old in", "old out", "new in", "new out"])
     }
 
     @Test func aFailedAttemptIsRetriedWithItsAttemptNumberAndTheSameID() async throws {
