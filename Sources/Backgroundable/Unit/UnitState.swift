@@ -401,13 +401,13 @@ struct UnitState {
         return gate
     }
 
-    /// The unit ends while its body runs: `gate` (made here if it is `nil`) counts that
-    /// body until it returns.
-    private mutating func countBody(in gate: inout ReplacementGate?) {
+    /// The unit ends while its body runs: `gate` (a new one if it is `nil`) counts that
+    /// body until it returns. Returns the gate that counts it.
+    private mutating func countBody(in gate: ReplacementGate? = nil) -> ReplacementGate {
         let counting = gate ?? ReplacementGate()
         counting.add()
-        gate = counting
         waiters = [.bodyReturn(counting)]
+        return counting
     }
 
     /// Registers a waiter, or returns the outcome when the unit has already ended. An
@@ -526,7 +526,7 @@ struct UnitState {
             }
             return nil
         }
-        if bodyRuns { countBody(in: &gate) }
+        if bodyRuns { gate = countBody(in: gate) }
         return ending
     }
 
@@ -608,9 +608,8 @@ struct UnitState {
         }
         var ending = finishEnding(outcome, value: value, attempts: attempts, task: task, parkedBody: parkedBody)
         if lingers {
-            var gate: ReplacementGate?
-            countBody(in: &gate)
-            ending.waiters.append(.bodyReturn(gate!))  // for the queue (see `Ending.perform`)
+            // For the queue (see `Ending.perform`).
+            ending.waiters.append(.bodyReturn(countBody()))
         }
         return ending
     }
