@@ -4,8 +4,9 @@ import Dispatch
     import Darwin
 #endif
 
-/// Main-thread helpers shared by the UIKit provider and the macros' main-actor
-/// expiration handlers, so the logic they share is the logic Linux tests run.
+/// Main-thread helpers shared by the UIKit provider (through `MainThreadBackgroundTasks`)
+/// and the macros' main-actor expiration handlers, so the logic they share is the logic
+/// Linux tests run.
 enum MainThread {
     /// `true` on the process's main thread (where the main actor runs).
     static var isCurrent: Bool {
@@ -25,23 +26,6 @@ enum MainThread {
             return key
         }()
     #endif
-
-    /// Runs `body` on the main actor and returns its result, synchronously.
-    ///
-    /// On the main thread `body` runs right here; elsewhere the calling thread
-    /// blocks in `DispatchQueue.main.sync` until the main thread has run it.
-    /// **Deadlock:** never call this from a thread the main thread is itself
-    /// blocked on (for example a thread the main thread waits for with a
-    /// semaphore); the package only calls it from providers, never while holding
-    /// a lock.
-    static func run<Result: Sendable>(_ body: @MainActor () -> Result) -> Result {
-        if isCurrent {
-            return MainActor.assumeIsolated(body)
-        }
-        return DispatchQueue.main.sync {
-            MainActor.assumeIsolated(body)
-        }
-    }
 
     /// Runs `body` on the main actor: right here when on the main thread (so an
     /// expiration handler the system calls on the main thread gets its work done

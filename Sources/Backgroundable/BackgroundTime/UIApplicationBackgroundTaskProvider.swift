@@ -1,19 +1,19 @@
 #if canImport(UIKit) && !os(watchOS)
     import UIKit
 
-    // Apple-only: not compiled on Linux. The main-thread logic it relies on is
-    // `MainThread.run`, which the Linux tests exercise.
+    // Apple-only: not compiled on Linux. What it does besides the two UIKit calls is
+    // `MainThreadBackgroundTasks`, which the Linux tests exercise.
 
     /// The provider backed by `UIApplication.beginBackgroundTask(withName:expirationHandler:)`
     /// and `endBackgroundTask(_:)`: the default on iOS, iPadOS, tvOS, visionOS and Mac
     /// Catalyst.
     ///
-    /// `UIApplication` is main-actor isolated, so both calls run on the main actor:
-    /// right away when called on the main thread, otherwise through a synchronous
-    /// `DispatchQueue.main.sync` hop, so the identifier is known before `begin`
-    /// returns. Do not call them from a thread the main thread is blocked waiting
-    /// for (that would deadlock); the package calls them from queue transitions and
-    /// `defer`s, never while holding a lock.
+    /// `UIApplication` is main-actor isolated, so both calls are made on the main thread,
+    /// and never wait for it: on the main thread they are made right away; from any other
+    /// thread ``beginBackgroundTask(named:expirationHandler:)`` returns an identifier at
+    /// once and the call follows on the main queue (an end that comes first cancels it).
+    /// So a queue that goes busy or idle on another thread never blocks that thread on a
+    /// busy main thread.
     ///
     /// UIKit calls the expiration handler on the main thread; the assertion ends the
     /// task synchronously inside it, as UIKit requires. Not available in app
@@ -22,29 +22,33 @@
         /// The instance ``DefaultBackgroundTaskProvider`` returns.
         public static let shared = UIApplicationBackgroundTaskProvider()
 
+        private let tasks = MainThreadBackgroundTasks(
+            begin: { name, expirationHandler in
+                let task = UIApplication.shared.beginBackgroundTask(
+                    withName: name, expirationHandler: expirationHandler)
+                return task == .invalid ? nil : task.rawValue
+            },
+            end: { rawValue in
+                UIApplication.shared.endBackgroundTask(UIBackgroundTaskIdentifier(rawValue: rawValue))
+            })
+
         /// Creates the provider. It talks to `UIApplication.shared` on the main thread.
         public init() {}
 
-        /// Calls `UIApplication.beginBackgroundTask(withName:expirationHandler:)` on the main
-        /// thread (synchronously, hopping there if needed). UIKit calls `expirationHandler` on
-        /// the main thread.
+        /// Calls `UIApplication.beginBackgroundTask(withName:expirationHandler:)`: right here
+        /// on the main thread (`nil` when UIKit grants no time), otherwise on the main queue
+        /// after returning. UIKit calls `expirationHandler` on the main thread.
         public func beginBackgroundTask(
             named name: String,
             expirationHandler: @escaping @Sendable () -> Void
         ) -> BackgroundTaskIdentifier? {
-            let rawValue = MainThread.run { () -> Int? in
-                let task = UIApplication.shared.beginBackgroundTask(
-                    withName: name, expirationHandler: expirationHandler)
-                return task == .invalid ? nil : task.rawValue
-            }
-            return rawValue.map(BackgroundTaskIdentifier.init(rawValue:))
+            tasks.beginBackgroundTask(named: name, expirationHandler: expirationHandler)
         }
 
-        /// Calls `UIApplication.endBackgroundTask(_:)` on the main thread, synchronously.
+        /// Calls `UIApplication.endBackgroundTask(_:)`: right here on the main thread (as
+        /// inside the expiration handler), otherwise on the main queue after returning.
         public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
-            MainThread.run {
-                UIApplication.shared.endBackgroundTask(UIBackgroundTaskIdentifier(rawValue: identifier.rawValue))
-            }
+            tasks.endBackgroundTask(identifier)
         }
     }
 #endif

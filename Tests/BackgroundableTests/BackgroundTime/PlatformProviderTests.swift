@@ -5,8 +5,8 @@ import Testing
 
 @testable import Backgroundable
 
-/// The platform-neutral logic behind the Apple-only providers: the main-thread hop
-/// of `UIApplicationBackgroundTaskProvider` and the whole of
+/// The platform-neutral logic behind the Apple-only providers: the main-thread calls
+/// of `UIApplicationBackgroundTaskProvider` (`MainThreadBackgroundTasks`) and the whole of
 /// `ExpiringActivityBackgroundTaskProvider` (watchOS passes it `ProcessInfo`'s API).
 ///
 /// Serialized: one test sets the process-wide default that another one reads.
@@ -82,17 +82,155 @@ struct PlatformProviderTests {
         #expect(expirations.load(ordering: .relaxed) == 1)
     }
 
-    @Test func mainThreadRunHopsToTheMainActorAndBack() async {
-        let (wasMain, onMain) = await Task.detached {
-            (MainThread.isCurrent, MainThread.run { MainThread.isCurrent })
-        }.value
-        #expect(!wasMain)
-        #expect(onMain)
+    /// A stand-in for `UIApplication`'s two calls, made on the main thread: records them,
+    /// grants identifiers 100, 101, ... (none with `grants == false`), and keeps the
+    /// expiration handlers.
+    final class FakeApplication: Sendable {
+        enum Call: Equatable, Sendable {
+            case begin(String)
+            case end(Int)
+        }
+        private struct State {
+            var calls: [Call] = []
+            var handlers: [Int: @Sendable () -> Void] = [:]
+            var next = 100
+        }
+        private let state = Lock(State())
+        let grants: Bool
+        var calls: [Call] { state.withLock { $0.calls } }
+
+        init(grants: Bool = true) { self.grants = grants }
+
+        func tasks() -> MainThreadBackgroundTasks {
+            MainThreadBackgroundTasks(
+                begin: { name, handler in
+                    #expect(MainThread.isCurrent)
+                    return self.state.withLock { state -> Int? in
+                        state.calls.append(.begin(name))
+                        guard self.grants else { return nil }
+                        defer { state.next += 1 }
+                        state.handlers[state.next] = handler
+                        return state.next
+                    }
+                },
+                end: { rawValue in
+                    #expect(MainThread.isCurrent)
+                    self.state.withLock { $0.calls.append(.end(rawValue)) }
+                })
+        }
+
+        /// UIKit taking the time back: calls the handler of `rawValue` on the main thread.
+        @MainActor func expire(_ rawValue: Int) {
+            state.withLock { $0.handlers[rawValue] }?()
+        }
     }
 
-    @Test @MainActor func mainThreadRunRunsInPlaceOnTheMainThread() {
-        #expect(MainThread.isCurrent)
-        #expect(MainThread.run { 42 } == 42)
+    /// Returns once the main queue ran everything enqueued on it before the call.
+    private func mainQueueDrained() async {
+        await withCheckedContinuation { continuation in DispatchQueue.main.async { continuation.resume() } }
+    }
+
+    @Test func offTheMainThreadBeginAndEndReturnAtOnceAndFollowOnTheMainQueue() async {
+        let application = FakeApplication()
+        let tasks = application.tasks()
+        // The main thread is held until both calls returned: they never wait for it.
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.main.async {
+            held.signal()
+            release.wait()
+        }
+        await Task.detached { held.wait() }.value
+        let identifier = await Task.detached {
+            tasks.beginBackgroundTask(named: "sync") {}
+        }.value
+        #expect(identifier != nil)
+        #expect(application.calls.isEmpty)
+        release.signal()
+        await mainQueueDrained()
+        #expect(application.calls == [.begin("sync")])
+        await Task.detached { tasks.endBackgroundTask(identifier!) }.value
+        await mainQueueDrained()
+        #expect(application.calls == [.begin("sync"), .end(100)])
+        #expect(tasks.activeCount == 0)
+    }
+
+    @Test func anEndBeforeTheMainQueueBeganCancelsTheBegin() async {
+        let application = FakeApplication()
+        let tasks = application.tasks()
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.main.async {
+            held.signal()
+            release.wait()
+        }
+        await Task.detached {
+            held.wait()
+            let identifier = tasks.beginBackgroundTask(named: "short") {}
+            tasks.endBackgroundTask(identifier!)
+            tasks.endBackgroundTask(identifier!)  // a second end does nothing
+        }.value
+        release.signal()
+        await mainQueueDrained()
+        #expect(application.calls.isEmpty)
+        #expect(tasks.activeCount == 0)
+    }
+
+    @Test @MainActor func onTheMainThreadTheCallsAreMadeRightHere() {
+        let application = FakeApplication()
+        let tasks = application.tasks()
+        let identifier = tasks.beginBackgroundTask(named: "ui") {}
+        #expect(application.calls == [.begin("ui")])
+        tasks.endBackgroundTask(identifier!)
+        #expect(application.calls == [.begin("ui"), .end(100)])
+        // No time granted: `nil`, and nothing to end.
+        let refusing = FakeApplication(grants: false)
+        #expect(refusing.tasks().beginBackgroundTask(named: "late") {} == nil)
+    }
+
+    @Test func theExpirationHandlerEndsTheTaskBeforeItReturns() async {
+        let application = FakeApplication()
+        let tasks = application.tasks()
+        let expirations = Atomic<Int>(0)
+        let provider = TasksProvider(tasks: tasks)
+        // Begun off the main thread, as a queue's deliverer does.
+        let assertion = await Task.detached {
+            BackgroundTimeAssertion.begin(named: "upload", provider: provider) {
+                expirations.add(1, ordering: .relaxed)
+            }
+        }.value
+        await mainQueueDrained()
+        let endedInside = await MainActor.run {
+            application.expire(100)
+            return application.calls.contains(.end(100))
+        }
+        #expect(endedInside)
+        #expect(!assertion.isHeld)
+        #expect(expirations.load(ordering: .relaxed) == 1)
+        #expect(tasks.activeCount == 0)
+        assertion.end()  // idempotent after expiry
+        await mainQueueDrained()
+        #expect(application.calls == [.begin("upload"), .end(100)])
+    }
+
+    /// A provider over ``MainThreadBackgroundTasks``, as the UIKit one is.
+    struct TasksProvider: BackgroundTaskProvider {
+        let tasks: MainThreadBackgroundTasks
+
+        func beginBackgroundTask(
+            named name: String, expirationHandler: @escaping @Sendable () -> Void
+        ) -> BackgroundTaskIdentifier? {
+            tasks.beginBackgroundTask(named: name, expirationHandler: expirationHandler)
+        }
+
+        func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
+            tasks.endBackgroundTask(identifier)
+        }
+    }
+
+    @Test func mainThreadIsCurrentOnlyOnTheMainThread() async {
+        #expect(await Task.detached { MainThread.isCurrent }.value == false)
+        #expect(await MainActor.run { MainThread.isCurrent })
     }
 
     @Test func defaultProviderCanBeReplacedPerTask() async {
