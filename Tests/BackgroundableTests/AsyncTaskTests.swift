@@ -10,7 +10,7 @@ struct AsyncTaskTests {
         let (queue, _) = makeQueue()
         let started = Signal()
         let release = Signal()
-        let unit = queue.add { task in
+        let unit = queue.add(.init(timeout: nil)) { task in
             started.signal()
             Task {
                 await release.wait()

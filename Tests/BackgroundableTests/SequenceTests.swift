@@ -68,7 +68,7 @@ struct SequenceTests {
     @Test func membersWaitWhileBlockedAndCountAsEnqueued() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let first = AsyncTask { _ in started.signal() }
+        let first = AsyncTask(.init(timeout: nil)) { _ in started.signal() }
         let second = AsyncTask { $0.finish() }
         queue.addSequence([first, second])
         await started.wait()
@@ -82,7 +82,8 @@ struct SequenceTests {
     @Test func cancelAllCancelsBlockedMembers() async {
         let (queue, _) = makeQueue()
         let started = Signal()
-        let units = [AsyncTask { _ in started.signal() }] + (0..<5).map { _ in AsyncTask { $0.finish() } }
+        let first = AsyncTask(.init(timeout: nil)) { _ in started.signal() }
+        let units = [first] + (0..<5).map { _ in AsyncTask { $0.finish() } }
         queue.addSequence(units)
         await started.wait()
         queue.cancelAll()

@@ -231,7 +231,7 @@ struct SingleFlightTests {
         queue.suspend()
         let unit = queue.add(.init(name: "sync", uniquenessPolicy: .join)) { $0.finish() }
         let gate = Signal()
-        let live = AsyncOperation(name: "sync") { operation in
+        let live = AsyncOperation(name: "sync", timeout: .infinity) { operation in
             Task {
                 await gate.wait()
                 operation.finish()

@@ -44,7 +44,7 @@ struct OperationToTaskAdapterTests {
         let (queue, _) = makeQueue()
         let started = Signal()
         let operation = gatedOperation(started: started, release: Signal())
-        let unit = queue.add(operation)
+        let unit = queue.add(operation, options: .init(timeout: nil))
         await started.wait()
         unit.cancel()
         #expect(await unit.outcome.kind == .cancelled)
@@ -127,7 +127,7 @@ struct TaskToOperationAdapterTests {
     @Test func cancellingTheOperationsCancelsTheUnits() async {
         let queue = OperationQueue()
         let started = Signal()
-        let running = AsyncTask { _ in started.signal() }
+        let running = AsyncTask(.init(timeout: nil)) { _ in started.signal() }
         let runningOperation = queue.addTask(running)
         await started.wait()
         queue.isSuspended = true
@@ -153,7 +153,7 @@ struct TaskToOperationAdapterTests {
         let (queue, _) = makeQueue()
         let runs = Recorder<Int>()
         let release = Signal()
-        let unit = AsyncTask { task in
+        let unit = AsyncTask(.init(timeout: nil)) { task in
             runs.append(1)
             Task {
                 await release.wait()

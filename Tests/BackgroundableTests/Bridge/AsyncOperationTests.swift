@@ -153,7 +153,7 @@ struct AsyncOperationTests {
 
     @Test func cancelWhileExecutingEndsAtOnce() async {
         let started = Signal()
-        let operation = AsyncOperation { _ in
+        let operation = AsyncOperation(timeout: .infinity) { _ in
             started.signal()  // and never finishes
         }
         OperationQueue().addOperation(operation)

@@ -314,7 +314,7 @@ struct BackgroundOperationQueueTests {
         let (queue, _) = makeOperationQueue()
         let ran = Recorder<String>()
         let gate = Signal()
-        let first = AsyncOperation(name: "sync") { operation in
+        let first = AsyncOperation(name: "sync", timeout: .infinity) { operation in
             ran.append("first")
             Task {
                 await gate.wait()

@@ -135,7 +135,7 @@ struct SequentialOperationsTests {
         let started = Signal()
         let release = Signal()
         let order = Recorder<String>()
-        let first = AsyncOperation { operation in
+        let first = AsyncOperation(timeout: .infinity) { operation in
             started.signal()
             Task {
                 await release.wait()
@@ -188,14 +188,14 @@ private final class ReportsItsCancellation: AsyncOperation, @unchecked Sendable 
     }
 }
 
-/// A member whose `cancel()`, once it has ended the member, waits (10 s at most) until
-/// `next` signals that the next member was cancelled or ran.
+/// A member (with no timeout) whose `cancel()`, once it has ended the member, waits (10 s
+/// at most) until `next` signals that the next member was cancelled or ran.
 private final class WaitsForTheNextWhenCancelled: AsyncOperation, @unchecked Sendable {
     private let next: DispatchSemaphore
 
     init(next: DispatchSemaphore, _ work: @escaping @Sendable (AsyncOperation) -> Void) {
         self.next = next
-        super.init(work)
+        super.init(timeout: .infinity, work)
     }
 
     override func cancel() {
