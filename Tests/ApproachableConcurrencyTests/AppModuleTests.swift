@@ -36,7 +36,7 @@ final class FeedModel: BackgroundQueueDelegate {
 
     /// Callback style, touching main-actor state from a closure isolated to it.
     func refresh() -> AsyncTask {
-        queue.add(.init(name: "refresh", uniquenessPolicy: .drop)) { @MainActor task in
+        queue.add(.init(name: "refresh", timeout: nil, uniquenessPolicy: .drop)) { @MainActor task in
             self.items.append("refreshed")
             task.finish()
         }

@@ -30,7 +30,7 @@ struct AsyncTaskTests {
 
     @Test func finishFromAnotherThreadCompletesTheUnit() async {
         let (queue, _) = makeQueue()
-        let unit = queue.add { task in
+        let unit = queue.add(.init(timeout: nil)) { task in
             DispatchQueue.global().async { task.finish() }
         }
         #expect(await unit.outcome.kind == .finished)

@@ -258,7 +258,7 @@ struct TimeoutTests {
         let fired = DispatchSemaphore(value: 0)
         queue.add(.init(timeout: .milliseconds(20), onTimeout: { _ in fired.signal() })) { _ in }
         // Blocks the main thread: no run loop, no main queue.
-        #expect(fired.wait(timeout: .now() + 10) == .success)
+        #expect(fired.wait(timeout: .now() + 30) == .success)
     }
 }
 

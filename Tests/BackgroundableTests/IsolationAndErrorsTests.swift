@@ -59,7 +59,7 @@ struct IsolationAndErrorsTests {
     @Test func aBodyIsolatedToTheMainActorRunsThere() async throws {
         let (queue, _) = makeQueue()
         let model = ModelOnTheMainActor()
-        let unit = queue.add { @MainActor task in
+        let unit = queue.add(.init(timeout: nil)) { @MainActor task in
             MainActor.assertIsolated()
             model.note("callback")
             task.finish()

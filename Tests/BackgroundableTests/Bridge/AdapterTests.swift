@@ -12,7 +12,7 @@ struct OperationToTaskAdapterTests {
         let ran = Recorder<Int>()
         let operation = BlockOperation { ran.append(1) }
         operation.name = "block"
-        let unit = queue.add(operation)
+        let unit = queue.add(operation, options: .init(timeout: nil))
         #expect(unit.name == "block")
         #expect(await unit.outcome.kind == .finished)
         #expect(ran.all == [1])
@@ -23,15 +23,15 @@ struct OperationToTaskAdapterTests {
     @Test func anAsynchronousOperationCompletesTheUnitWhenItFinishes() async {
         let (queue, _) = makeQueue(maxConcurrentTasks: 1)
         let order = Recorder<String>()
-        let operation = AsyncOperation { operation in
+        let operation = AsyncOperation(timeout: .infinity) { operation in
             DispatchQueue.global().async {
                 order.append("operation")
                 operation.finish()
             }
         }
-        let unit = AsyncTask(operation: operation)
+        let unit = AsyncTask(operation: operation, options: .init(timeout: nil))
         queue.add(unit)
-        let after = queue.add { task in
+        let after = queue.add(.init(timeout: nil)) { task in
             order.append("after")
             task.finish()
         }
@@ -89,7 +89,7 @@ struct OperationToTaskAdapterTests {
 struct TaskToOperationAdapterTests {
     @Test func aCallbackUnitRunsOnAnyOperationQueue() async {
         let queue = OperationQueue()
-        let unit = AsyncTask(.init(name: "unit")) { task in
+        let unit = AsyncTask(.init(name: "unit", timeout: nil)) { task in
             DispatchQueue.global().async { task.finish() }
         }
         let operation = queue.addTask(unit)
@@ -111,7 +111,7 @@ struct TaskToOperationAdapterTests {
         queue.maxConcurrentOperationCount = 1
         let order = Recorder<Int>()
         let units = (0..<4).map { index in
-            AsyncTask { task in
+            AsyncTask(.init(timeout: nil)) { task in
                 DispatchQueue.global().async {
                     order.append(index)
                     task.finish()

@@ -40,7 +40,7 @@ struct AsyncOperationTests {
         let key = DispatchSpecificKey<Bool>()
         DispatchQueue.main.setSpecific(key: key, value: true)
         let finishedOnMain = Recorder<Bool>()
-        let operation = AsyncOperation { operation in
+        let operation = AsyncOperation(timeout: .infinity) { operation in
             DispatchQueue.main.async {
                 finishedOnMain.append(DispatchQueue.getSpecific(key: key) == true)
                 operation.finish()
@@ -181,7 +181,7 @@ struct AsyncOperationTests {
         let queue = OperationQueue()
         let completed = Signal()
         let order = Recorder<String>()
-        let first = AsyncOperation { operation in
+        let first = AsyncOperation(timeout: .infinity) { operation in
             DispatchQueue.global().async {
                 order.append("first")
                 operation.finish()

@@ -225,7 +225,7 @@ struct BackgroundOperationQueueTests {
         for _ in 0..<20 {
             await offThePool {
                 DispatchQueue.concurrentPerform(iterations: 8) { index in
-                    let operation = AsyncOperation { operation in
+                    let operation = AsyncOperation(timeout: .infinity) { operation in
                         if index.isMultiple(of: 2) {
                             DispatchQueue.global().async { operation.finish() }
                         } else {

@@ -13,7 +13,7 @@ struct SequentialOperationsTests {
         let order = Recorder<Int>()
         let running = Gauge()
         let operations = (0..<12).map { index in
-            AsyncOperation { operation in
+            AsyncOperation(timeout: .infinity) { operation in
                 running.enter()
                 let hop: @Sendable () -> Void = {
                     order.append(index)

@@ -292,7 +292,7 @@ import Testing
         let runner = Task { await jobs.runUntilIdle() }
         await started.wait()
         try await jobs.add(.note, Note(text: "next"))  // another claim, which hands "long" out again
-        #expect(await nextRan.wait(upTo: .seconds(10)))
+        #expect(await nextRan.wait(upTo: .seconds(60)))
         release.signal()
         await runner.value
         #expect(try await store.jobs().isEmpty)
@@ -316,7 +316,7 @@ import Testing
         // "once" has ended and its end is being stored; a claim hands it out again.
         await store.completing.wait()
         try await jobs.add(.note, Note(text: "next"))
-        #expect(await nextRan.wait(upTo: .seconds(10)))
+        #expect(await nextRan.wait(upTo: .seconds(60)))
         store.resume.signal()
         await runner.value
         #expect(try await base.jobs().isEmpty)
@@ -374,7 +374,7 @@ import Testing
         // whose claims hand the retried job out again once it is due.
         await store.retried.wait()
         try await jobs.add(.note, Note(text: "other"))
-        #expect(await store.reclaimed.wait(upTo: .seconds(10)))
+        #expect(await store.reclaimed.wait(upTo: .seconds(60)))
         store.resume.signal()
         await runner.value
         let stored = try await base.jobs()

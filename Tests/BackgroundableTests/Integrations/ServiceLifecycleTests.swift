@@ -76,7 +76,8 @@
             let queue = BackgroundQueue(name: "jobs", backgroundTaskProvider: NoopBackgroundTaskProvider())
             let events = queue.events
             let reports = Recorder<ShutdownReport>()
-            let group = group(BackgroundQueueService(queue) { reports.append($0) }, grace: .zero)
+            let service = BackgroundQueueService(queue, cancellationPeriod: .seconds(600)) { reports.append($0) }
+            let group = group(service, grace: .zero)
             let saved = Recorder<String>()
             let started = Signal()
             _ = queue.add(.init(name: "stuck")) {

@@ -36,7 +36,7 @@ struct GracefulShutdownTests {
     }
 
     @Test func aRequestStopsTheQueuesTakingWorkAndTheyDrainWithinTheGracePeriod() async {
-        let shutdown = GracefulShutdown(gracePeriod: .seconds(30))
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(600))
         let queue = BackgroundQueue(name: "uploads", backgroundTaskProvider: shutdown)
         let release = Signal()
         let unit = await gatedUnit(on: queue, named: "upload", release: release)
@@ -54,7 +54,7 @@ struct GracefulShutdownTests {
     }
 
     @Test func whenTheGracePeriodRunsOutWorkIsCancelledAndSavesItsStateBeforeDrainReturns() async {
-        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(600))
         let queue = BackgroundQueue(name: "exports", backgroundTaskProvider: shutdown)
         let events = queue.events
         let saved = Recorder<String>()

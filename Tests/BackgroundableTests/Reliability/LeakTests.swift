@@ -12,11 +12,11 @@ private final class Tracked: Sendable {}
 /// Waits until `isReleased` holds: objects are released by the thread that drops the
 /// last reference (the unit's wrapping `Task` finishing, a timer), shortly after the
 /// outcome, and a release has no event to await — so this yields and re-checks.
-/// Bounded: gives up after 30 seconds (a hang guard for a loaded machine) and lets the
+/// Bounded: gives up after 90 seconds (a hang guard for a loaded machine) and lets the
 /// test fail.
 private func released(_ isReleased: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(30)
+    let deadline = clock.now + .seconds(90)
     while !isReleased() {
         if clock.now > deadline { return false }
         await Task.yield()
