@@ -13,7 +13,9 @@ import Synchronization
 ///   of its own at once and makes the call on the main queue. An end that comes first
 ///   cancels that call; an end that comes later ends what it began, on the main queue.
 /// - The expiration handler runs on the main thread, where the assertion ends itself:
-///   that end is made right away, inside the handler, as UIKit requires.
+///   that end is made right away, inside the handler, as UIKit requires. An end from
+///   another thread that is still on its way to the main queue is made there too, when
+///   the handler returns, so the task is never left open past its handler.
 ///
 /// Compiled and tested on every platform; the UIKit provider only supplies the calls.
 final class MainThreadBackgroundTasks: Sendable {
@@ -25,6 +27,9 @@ final class MainThreadBackgroundTasks: Sendable {
         case pending(ended: Bool)
         /// The platform's own identifier.
         case granted(Int)
+        /// Ended off the main thread: the `end` call of this platform identifier is on
+        /// its way to the main queue (or made sooner, by an expiration handler).
+        case ending(Int)
     }
 
     private struct State {
@@ -53,36 +58,54 @@ final class MainThreadBackgroundTasks: Sendable {
     func beginBackgroundTask(
         named name: String, expirationHandler: @escaping @Sendable () -> Void
     ) -> BackgroundTaskIdentifier? {
-        if MainThread.isCurrent {
-            guard let rawValue = MainActor.assumeIsolated({ begin(name, expirationHandler) }) else { return nil }
-            return BackgroundTaskIdentifier(rawValue: state.withLock { $0.add(.granted(rawValue)) })
-        }
         let identifier = state.withLock { $0.add(.pending(ended: false)) }
+        let handler: @Sendable () -> Void = {
+            expirationHandler()
+            // An end made elsewhere and still queued can't wait: UIKit ends the app
+            // whose task is still open when the handler returns.
+            MainThread.runOrEnqueue { self.finishEnding(identifier) }
+        }
+        if MainThread.isCurrent {
+            MainActor.assumeIsolated { beginOnMain(identifier, name, handler) }
+            let granted = state.withLock { $0.grants[identifier] != nil }
+            return granted ? BackgroundTaskIdentifier(rawValue: identifier) : nil
+        }
         DispatchQueue.main.async {
-            MainActor.assumeIsolated { self.beginOnMain(identifier, name, expirationHandler) }
+            MainActor.assumeIsolated { self.beginOnMain(identifier, name, handler) }
         }
         return BackgroundTaskIdentifier(rawValue: identifier)
     }
 
     func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
+        let onMain = MainThread.isCurrent
         let rawValue = state.withLock { state -> Int? in
             switch state.grants[identifier.rawValue] {
             case .granted(let rawValue):
-                state.grants[identifier.rawValue] = nil
+                state.grants[identifier.rawValue] = onMain ? nil : .ending(rawValue)
                 return rawValue
             case .pending:
                 state.grants[identifier.rawValue] = .pending(ended: true)
                 return nil
-            case nil:
+            case .ending, nil:
                 return nil
             }
         }
         guard let rawValue else { return }
-        if MainThread.isCurrent {
+        if onMain {
             MainActor.assumeIsolated { end(rawValue) }
         } else {
-            DispatchQueue.main.async { [end] in MainActor.assumeIsolated { end(rawValue) } }
+            DispatchQueue.main.async { MainActor.assumeIsolated { self.finishEnding(identifier.rawValue) } }
         }
+    }
+
+    /// Makes the `end` call of a task ended off the main thread, unless it was made.
+    @MainActor private func finishEnding(_ identifier: Int) {
+        let rawValue = state.withLock { state -> Int? in
+            guard case .ending(let rawValue) = state.grants[identifier] else { return nil }
+            state.grants[identifier] = nil
+            return rawValue
+        }
+        if let rawValue { end(rawValue) }
     }
 
     @MainActor private func beginOnMain(

@@ -15,8 +15,9 @@
     /// So a queue that goes busy or idle on another thread never blocks that thread on a
     /// busy main thread.
     ///
-    /// UIKit calls the expiration handler on the main thread; the assertion ends the
-    /// task synchronously inside it, as UIKit requires. Not available in app
+    /// UIKit calls the expiration handler on the main thread; the task is ended
+    /// synchronously inside it, as UIKit requires, even when an end made on another
+    /// thread is still on its way to the main queue. Not available in app
     /// extensions, where `UIApplication.shared` is unavailable.
     public final class UIApplicationBackgroundTaskProvider: BackgroundTaskProvider {
         /// The instance ``DefaultBackgroundTaskProvider`` returns.

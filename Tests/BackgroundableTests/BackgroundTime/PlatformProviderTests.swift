@@ -213,6 +213,37 @@ struct PlatformProviderTests {
         #expect(application.calls == [.begin("upload"), .end(100)])
     }
 
+    @Test func anEndOnItsWayToTheMainQueueIsMadeInsideTheExpirationHandler() async {
+        let application = FakeApplication()
+        let tasks = application.tasks()
+        let expirations = Atomic<Int>(0)
+        let provider = TasksProvider(tasks: tasks)
+        let assertion = await Task.detached {
+            BackgroundTimeAssertion.begin(named: "sync", provider: provider) {
+                expirations.add(1, ordering: .relaxed)
+            }
+        }.value
+        await mainQueueDrained()
+        let endedInside = await MainActor.run {
+            // The queue goes idle on another thread while the main thread is busy: its
+            // end is queued behind this block, and UIKit takes the time back first.
+            let ended = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                assertion.end()
+                ended.signal()
+            }
+            ended.wait()
+            #expect(application.calls == [.begin("sync")])
+            application.expire(100)
+            return application.calls == [.begin("sync"), .end(100)]
+        }
+        #expect(endedInside)
+        #expect(expirations.load(ordering: .relaxed) == 0)  // the end won
+        await mainQueueDrained()
+        #expect(application.calls == [.begin("sync"), .end(100)])  // once
+        #expect(tasks.activeCount == 0)
+    }
+
     /// A provider over ``MainThreadBackgroundTasks``, as the UIKit one is.
     struct TasksProvider: BackgroundTaskProvider {
         let tasks: MainThreadBackgroundTasks
