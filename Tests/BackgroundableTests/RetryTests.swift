@@ -279,6 +279,31 @@ struct RetryTests {
         clock.advance(by: .seconds(1))
         #expect(try await handle.value == 2)
     }
+
+    /// A deinitialised queue cancels its units between attempts; one whose attempt was
+    /// running then fails makes no further attempt either.
+    @Test func aQueueReleasedDuringAnAttemptMakesNoFurtherAttempt() async {
+        let started = Signal()
+        let fail = Signal()
+        let flaky = Flaky(failing: 3)
+        weak var weakQueue: BackgroundQueue?
+        var task: AsyncTask?
+        do {
+            let (queue, _) = makeQueue()
+            weakQueue = queue
+            let handle = queue.add(.init(retry: .fixed(maxAttempts: 3, delay: .zero))) {
+                started.signal()
+                await fail.wait()
+                _ = try flaky.attempt()
+            }
+            task = handle.task
+            await started.wait()
+        }
+        #expect(weakQueue == nil)
+        fail.signal()
+        #expect(await task?.outcome.kind == .cancelled)
+        #expect(flaky.attempts == 1)
+    }
 }
 
 /// The policy's arithmetic and its clamping of bad input.

@@ -24,7 +24,8 @@ import Synchronization
 ///
 /// A queue that is deinitialised cancels the units that are not executing — waiting,
 /// delayed, or between two attempts — (outcome ``AsyncTask/Outcome/cancelled``);
-/// executing units run to their outcome.
+/// executing units run to their outcome, except that an attempt that fails then is not
+/// retried: its unit ends cancelled.
 public actor BackgroundQueue {
     /// The process-wide background queue (1.x `OperationQueue.background`): unbounded,
     /// with the platform's default ``BackgroundTaskProvider``.

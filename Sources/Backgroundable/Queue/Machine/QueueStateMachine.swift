@@ -501,7 +501,9 @@ struct QueueStateMachine<Member: AnyObject> {
     /// An executing member failed an attempt and will make another one after `delay`
     /// nanoseconds: it frees its slot and waits, live, like a delayed member (then ready,
     /// by priority and first come, first served). Listeners hear `retry`. `false` when
-    /// the queue does not hold it as executing (its end is on its way): nothing happens.
+    /// the queue does not hold it as executing (its end is on its way): nothing happens;
+    /// or when the queue was closed: it makes no further attempt and ends
+    /// ``AsyncTask/Outcome/cancelled``, as the members between attempts did at the close.
     ///
     /// Its next start arms a new deadline; the current attempt's stays in the heap until
     /// due, told apart by the attempt number. That number wraps at 256, which policies
@@ -512,6 +514,10 @@ struct QueueStateMachine<Member: AnyObject> {
     ) -> Bool {
         guard let slot = slot(of: handle), records[Int(slot)].place == .executing, !records[Int(slot)].isEnding
         else { return false }
+        if isClosed {
+            markEnding(slot, .cancelled, actions: &actions)
+            return false
+        }
         executingCount -= 1
         if records[Int(slot)].timeout > 0 { timers.deadlineLeft() }
         progress.forget(slot)
