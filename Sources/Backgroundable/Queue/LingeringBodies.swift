@@ -5,21 +5,26 @@
 /// ended before it ran — so bodies of one deduplicated name never overlap. A unit waits
 /// on their ``ReplacementGate``s, an operation of the bridge depends on the replaced
 /// ``AsyncOperation``s. Under the queue's lock; bodies that returned are dropped as they
-/// are met, and all of them whenever the table has doubled since it was last swept.
+/// are met, and all of them whenever the table has doubled since it was last swept
+/// (counted in bodies, so one name cancelled again and again is swept too).
 struct LingeringBodies {
     private var bodies: [String: [any LingeringBody]] = [:]
+    /// The bodies held, over every name.
+    private(set) var count = 0
     private var sweepAt = 8
 
     var isEmpty: Bool { bodies.isEmpty }
 
     mutating func add(_ body: any LingeringBody, named name: String) {
         bodies[name, default: []].append(body)
-        guard bodies.count >= sweepAt else { return }
+        count += 1
+        guard count >= sweepAt else { return }
         bodies = bodies.compactMapValues { bodies in
             let running = bodies.filter { !$0.hasReturned }
             return running.isEmpty ? nil : running
         }
-        sweepAt = max(8, 2 * bodies.count)
+        count = bodies.values.reduce(0) { $0 + $1.count }
+        sweepAt = max(8, 2 * count)
     }
 
     /// The bodies of `name` that may still run.
@@ -27,6 +32,7 @@ struct LingeringBodies {
         guard let all = bodies[name] else { return [] }
         let running = all.filter { !$0.hasReturned }
         bodies[name] = running.isEmpty ? nil : running
+        count -= all.count - running.count
         return running
     }
 }

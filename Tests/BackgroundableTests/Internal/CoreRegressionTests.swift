@@ -394,6 +394,18 @@ struct CoreRegressionTests {
         machine.backgroundTimeBegun(period: 1, actions: &actions)
         #expect(!actions.contains { if case .spawnDrainer = $0 { true } else { false } })
     }
+
+    // 8. The bodies of one name cancelled again and again are swept: what the table
+    // holds is bounded by the bodies still running, not by the cancellations so far.
+    @Test func lingeringBodiesOfOneNameAreSwept() {
+        final class Returned: LingeringBody {
+            var hasReturned: Bool { true }
+        }
+        var lingering = LingeringBodies()
+        for _ in 0..<1_000 { lingering.add(Returned(), named: "request") }
+        #expect(lingering.count < 16)
+        #expect(lingering.running(named: "request").isEmpty && lingering.isEmpty && lingering.count == 0)
+    }
 }
 
 /// Runs `onRelease` in its `deinit`: what a caller's closure captured.
