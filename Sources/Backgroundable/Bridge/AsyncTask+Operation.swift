@@ -119,13 +119,15 @@ private final class AdoptedOperation: Sendable {
         }
     }
 
-    /// The unit ended: a cancellation of any kind reaches the operation; an operation
-    /// that never started is still brought to `isFinished`.
+    /// The unit ended: a cancellation of any kind reaches the operation. An operation the
+    /// unit never ran (it ended first, or joined another unit's work) is cancelled and
+    /// still brought to `isFinished`, whatever the outcome.
     func unitEnded(_ outcome: AsyncTask.Outcome) {
-        guard outcome.isCancellation else { return }
-        operation.cancel()
-        if claim() && !operation.isFinished && !operation.isExecuting {
-            BridgeQueue.shared.addOperation(operation)
+        if claim() {
+            operation.cancel()
+            if !operation.isFinished && !operation.isExecuting { BridgeQueue.shared.addOperation(operation) }
+        } else if outcome.isCancellation {
+            operation.cancel()
         }
     }
 }

@@ -65,6 +65,21 @@ struct OperationToTaskAdapterTests {
         queue.resume()
     }
 
+    @Test func anOperationWhoseUnitJoinedAnotherStillFinishes() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let primary = queue.add(.init(name: "sync", timeout: nil)) { _ in started.signal() }
+        await started.wait()
+        let ran = Recorder<Int>()
+        let operation = BlockOperation { ran.append(1) }
+        let unit = queue.add(operation, options: .init(name: "sync", timeout: nil, uniquenessPolicy: .join))
+        primary.finish()
+        #expect(await unit.outcome.kind == .finished)
+        await waitUntilFinished(operation)  // never left hanging
+        #expect(operation.isCancelled)
+        #expect(ran.count == 0)
+    }
+
     @Test func anOperationCancelledByItsOwnerCancelsTheUnit() async {
         let (queue, _) = makeQueue()
         let started = Signal()
