@@ -188,25 +188,32 @@ struct PlatformProviderTests {
         #expect(refusing.tasks().beginBackgroundTask(named: "late") {} == nil)
     }
 
-    @Test func theExpirationHandlerEndsTheTaskBeforeItReturns() async {
+    /// An assertion named `name`, begun off the main thread (as a queue's deliverer
+    /// begins one) over a new ``FakeApplication`` that granted it as 100; its
+    /// expirations are recorded.
+    private func assertionBegunOffMain(
+        named name: String
+    ) async -> (FakeApplication, MainThreadBackgroundTasks, BackgroundTimeAssertion, expirations: Recorder<Int>) {
         let application = FakeApplication()
         let tasks = application.tasks()
-        let expirations = Atomic<Int>(0)
+        let expirations = Recorder<Int>()
         let provider = TasksProvider(tasks: tasks)
-        // Begun off the main thread, as a queue's deliverer does.
         let assertion = await Task.detached {
-            BackgroundTimeAssertion.begin(named: "upload", provider: provider) {
-                expirations.add(1, ordering: .relaxed)
-            }
+            BackgroundTimeAssertion.begin(named: name, provider: provider) { expirations.append(1) }
         }.value
         await mainQueueDrained()
+        return (application, tasks, assertion, expirations)
+    }
+
+    @Test func theExpirationHandlerEndsTheTaskBeforeItReturns() async {
+        let (application, tasks, assertion, expirations) = await assertionBegunOffMain(named: "upload")
         let endedInside = await MainActor.run {
             application.expire(100)
             return application.calls.contains(.end(100))
         }
         #expect(endedInside)
         #expect(!assertion.isHeld)
-        #expect(expirations.load(ordering: .relaxed) == 1)
+        #expect(expirations.count == 1)
         #expect(tasks.activeCount == 0)
         assertion.end()  // idempotent after expiry
         await mainQueueDrained()
@@ -214,16 +221,7 @@ struct PlatformProviderTests {
     }
 
     @Test func anEndOnItsWayToTheMainQueueIsMadeInsideTheExpirationHandler() async {
-        let application = FakeApplication()
-        let tasks = application.tasks()
-        let expirations = Atomic<Int>(0)
-        let provider = TasksProvider(tasks: tasks)
-        let assertion = await Task.detached {
-            BackgroundTimeAssertion.begin(named: "sync", provider: provider) {
-                expirations.add(1, ordering: .relaxed)
-            }
-        }.value
-        await mainQueueDrained()
+        let (application, tasks, assertion, expirations) = await assertionBegunOffMain(named: "sync")
         let endedInside = await MainActor.run {
             // The queue goes idle on another thread while the main thread is busy: its
             // end is queued behind this block, and UIKit takes the time back first.
@@ -238,7 +236,7 @@ struct PlatformProviderTests {
             return application.calls == [.begin("sync"), .end(100)]
         }
         #expect(endedInside)
-        #expect(expirations.load(ordering: .relaxed) == 0)  // the end won
+        #expect(expirations.count == 0)  // the end won
         await mainQueueDrained()
         #expect(application.calls == [.begin("sync"), .end(100)])  // once
         #expect(tasks.activeCount == 0)
