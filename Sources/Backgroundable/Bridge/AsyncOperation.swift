@@ -25,8 +25,8 @@ import Synchronization
 ///   async runs in its own `Task` instead.)
 /// - The operation reports `isFinished` exactly once, after its unit reached its
 ///   ``AsyncTask/Outcome``: finished, cancelled, replaced, dropped or timed out. A
-///   replaced operation reports it only once its closure has returned too, so that the
-///   newcomer's closure never runs beside its own.
+///   replaced operation reports it only once its closure (or its wrapped unit's body)
+///   has returned too, so that the newcomer's never runs beside its own.
 /// - ``finish()`` is idempotent and thread-safe. Called before the operation starts it
 ///   cancels it (as in 1.x); called after it ended (a late call from a timed-out body)
 ///   it does nothing.
@@ -177,15 +177,34 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// ``end(_:)`` under its queue's lock: the unit's outcome is set there, the rest is
     /// done after unlocking (see ``QueueMember/settle(_:gate:)``).
+    /// A replaced unit's body that is still running (a wrapped unit's: `start()` awaits a
+    /// closure's return itself) is counted by a gate, and the operation reports
+    /// `isFinished` only once it returned.
     func settleEnd(_ outcome: AsyncTask.Outcome) -> SettledDecision {
-        let result = unit.state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
+        let countsBody = outcome.kind == .replaced && closure == nil
+        let result = unit.state.withLock { state in
+            var gate: ReplacementGate?
+            let ending = countsBody ? state.replace(gate: &gate) : state.end(outcome)
+            return (ending: ending, outcome: state.outcome, gate: ending != nil ? gate : nil)
+        }
         guard let ending = result.ending else { return SettledDecision(applied: false, outcome: result.outcome) }
         return SettledDecision(
             applied: true, outcome: result.outcome,
             remainder: .call {
+                if let gate = result.gate { self.holdFinish(until: gate) }
                 ending.perform(for: self.unit)
                 self.endedFromHere(ending.outcome)
             })
+    }
+
+    /// Before the operation hears that its unit was replaced: `isFinished` waits until
+    /// the unit's body, which still runs, returned.
+    private func holdFinish(until gate: ReplacementGate) {
+        bridge.withLock { $0.bodyRuns = true }
+        gate.whenOpen {
+            self.bridge.withLock { $0.bodyRuns = false }
+            self.reportFinishedIfDue()
+        }
     }
 
     /// The unit was ended by a call made through the operation (`outcome` is `nil` when
@@ -418,11 +437,13 @@ private struct BridgeState {
     var startReported = false
     /// `start()` is calling the closure (set with ``reportsExecuting``).
     var closureRuns = false
+    /// The body of a replaced wrapped unit still runs (see ``AsyncOperation/settleEnd(_:)``).
+    var bodyRuns = false
     /// The operation heard that its unit reached its outcome.
     var unitEnded = false
     /// That outcome is ``AsyncTask/Outcome/replaced``: `isFinished` waits for the closure
-    /// to return, so that the newcomer's closure, which depends on this operation, never
-    /// runs beside it.
+    /// (or the wrapped unit's body) to return, so that the newcomer's, which depends on
+    /// this operation, never runs beside it.
     var replaced = false
     /// One caller won the right to report `isFinished`.
     var finishClaimed = false
@@ -478,7 +499,7 @@ private struct BridgeState {
     /// `closureReturned`: `start()` calls it once its closure returned.
     mutating func claimFinish(closureReturned: Bool) -> Bool? {
         if closureReturned { closureRuns = false }
-        guard startReported, unitEnded, !finishClaimed, !(replaced && closureRuns) else { return nil }
+        guard startReported, unitEnded, !finishClaimed, !(replaced && (closureRuns || bodyRuns)) else { return nil }
         finishClaimed = true
         return reportsExecuting
     }

@@ -13,6 +13,8 @@ final class ReplacementGate: LingeringBody {
     private struct State {
         var running = 0
         var waiters: [Continuation<Void>] = []
+        /// Called once the gate opens (see ``whenOpen(_:)``).
+        var callbacks: [@Sendable () -> Void] = []
         /// Gates that count this gate's bodies too (see ``forward(to:)``).
         var followers: [ReplacementGate] = []
     }
@@ -26,14 +28,28 @@ final class ReplacementGate: LingeringBody {
 
     /// A replaced body returned; the last one resumes the waiting replacement.
     func bodyReturned() {
-        let (waiters, followers) = state.withLock { state -> ([Continuation<Void>], [ReplacementGate]) in
+        let opened = state.withLock { state -> State? in
             state.running -= 1
-            guard state.running == 0 else { return ([], []) }
-            defer { (state.waiters, state.followers) = ([], []) }
-            return (state.waiters, state.followers)
+            guard state.running == 0 else { return nil }
+            defer { (state.waiters, state.followers, state.callbacks) = ([], [], []) }
+            return state
         }
-        for waiter in waiters { waiter.resume() }
-        for follower in followers { follower.bodyReturned() }
+        guard let opened else { return }
+        for waiter in opened.waiters { waiter.resume() }
+        for follower in opened.followers { follower.bodyReturned() }
+        for callback in opened.callbacks { callback() }
+    }
+
+    /// Calls `body` once every replaced body returned: now, on this thread, if the gate
+    /// is open, otherwise on the thread of the last return. For a front end that waits
+    /// without a task (the Operation bridge).
+    func whenOpen(_ body: @escaping @Sendable () -> Void) {
+        let open = state.withLock { state -> Bool in
+            guard state.running > 0 else { return true }
+            state.callbacks.append(body)
+            return false
+        }
+        if open { body() }
     }
 
     /// `other` also waits for this gate's bodies: it counts one more body, which returns

@@ -157,6 +157,39 @@ struct BackgroundOperationQueueTests {
         #expect(replaced.hasReturned)
     }
 
+    /// The same for an operation wrapping a unit (`addTask`): a replaced unit's async
+    /// body that ignores its cancellation keeps its operation unfinished until it
+    /// returns, so the newcomer's body never runs beside it.
+    @Test func aReplacedWrappedUnitFinishesOnlyOnceItsBodyReturned() async {
+        let (queue, _) = makeOperationQueue()
+        let firstStarted = Signal()
+        let releaseFirst = Signal()
+        let firstReturned = Signal()
+        let secondStarted = Signal()
+        let overlapped = Signal()
+        let first = AsyncTaskHandle(.init(name: "n", timeout: nil)) {
+            firstStarted.signal()
+            await releaseFirst.wait()  // not cancellable: the body outlives its unit
+            firstReturned.signal()
+        }
+        let firstOperation = queue.addTask(first.task)
+        await firstStarted.wait()
+        let second = AsyncTaskHandle(.init(name: "n", timeout: nil, uniquenessPolicy: .replace)) {
+            if !firstReturned.isSignalled { overlapped.signal() }
+            secondStarted.signal()
+        }
+        let secondOperation = queue.addTask(second.task)
+        #expect(first.task.currentOutcome?.kind == .replaced)
+        #expect(!firstOperation.isFinished)
+        // A bound, not an ordering: with the defect, the newcomer runs before the release.
+        #expect(await secondStarted.wait(upTo: .milliseconds(200)) == false)
+        releaseFirst.signal()
+        await queue.waitUntilIdle()
+        #expect(firstOperation.isFinished && secondOperation.isFinished)
+        #expect(second.task.currentOutcome?.kind == .finished)
+        #expect(!overlapped.isSignalled, "the newcomer's body ran while the replaced one's still ran")
+    }
+
     @Test func finishedAndCancelledOperationsDoNotBlockANewcomer() async {
         let (queue, _) = makeOperationQueue()
         let done = queue.addAsyncOperation(name: "a") { $0.finish() }
