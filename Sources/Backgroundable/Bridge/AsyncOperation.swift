@@ -37,7 +37,8 @@ import Synchronization
 /// - The timeout is counted from the start, driven by the same timer machinery as
 ///   every ``BackgroundQueue``: it fires whether or not a run loop is spinning. On expiry
 ///   the outcome is ``AsyncTask/Outcome/timedOut``, the operation reports `isFinished`,
-///   and then `onTimeoutCallback` runs exactly once, on a background thread.
+///   and then `onTimeoutCallback` runs exactly once, on a global dispatch queue (it may
+///   block that thread without delaying any other timeout).
 /// - `isCancelled` is `true` for every outcome that stopped the work: cancelled,
 ///   replaced, dropped and timed out.
 ///
@@ -80,7 +81,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     ///   - timeout: Seconds from the start until the operation times out; default 10,
     ///     as in 1.x. `TimeInterval.infinity` for none; zero or less expires as soon as
     ///     it starts (the closure never runs).
-    ///   - onTimeoutCallback: Runs exactly once, on a background thread, after the
+    ///   - onTimeoutCallback: Runs exactly once, on a global dispatch queue, after the
     ///     operation timed out and reported `isFinished`.
     ///   - uniquenessPolicy: See ``uniquenessPolicy``; default ``UniquenessPolicy/ignore``
     ///     (1.x dropped same-named operations by default; that defect is fixed).
@@ -327,7 +328,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         if let progress { Self.complete(progress, unit.currentOutcome) }
         for observer in observers { observer() }
         if let onTimeoutCallback, unit.currentOutcome?.kind == .timedOut {
-            onTimeoutCallback(self)
+            // Not on this thread, which may be the one that keeps every deadline of the
+            // queue: a callback that blocks must hold back no other timeout.
+            DispatchQueue.global(qos: .userInitiated).async { onTimeoutCallback(self) }
         }
     }
 

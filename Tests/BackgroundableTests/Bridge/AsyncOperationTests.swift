@@ -116,6 +116,30 @@ struct AsyncOperationTests {
         #expect(callbacks.all.first.map { $0.finished && !$0.executing } == true)
     }
 
+    /// A timeout callback that blocks (legacy code may wait for something) holds back
+    /// no other operation's timeout: it does not run on the thread that keeps them.
+    @Test func aBlockingTimeoutCallbackDelaysNoOtherTimeout() async {
+        let secondTimedOut = DispatchSemaphore(value: 0)
+        let waitedForTheSecond = Recorder<Bool>()
+        let firstCalledBack = Signal()
+        let first = AsyncOperation(
+            timeout: 0.01,
+            onTimeoutCallback: { _ in
+                // Blocks its thread until the second operation timed out too.
+                waitedForTheSecond.append(secondTimedOut.wait(timeout: .now() + 30) == .success)
+                firstCalledBack.signal()
+            }
+        ) { _ in }
+        let second = AsyncOperation(timeout: 0.1, onTimeoutCallback: { _ in secondTimedOut.signal() }) { _ in }
+        let queue = OperationQueue()
+        queue.addOperation(first)
+        queue.addOperation(second)
+        await firstCalledBack.wait()
+        #expect(waitedForTheSecond.all == [true], "the second timeout waited for the first callback to return")
+        await waitUntilFinished(second)
+        #expect(second.currentOutcome?.kind == .timedOut)
+    }
+
     @Test func timeoutDoesNotFireForAnOperationThatFinishesInTime() async {
         let operation = AsyncOperation(
             timeout: 30, onTimeoutCallback: { _ in Issue.record("timed out") }
