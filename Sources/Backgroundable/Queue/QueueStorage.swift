@@ -216,7 +216,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// member learns its handle in the same transition, before anything can start or end it.
     private func admitInbox(_ machine: inout Machine, _ actions: inout Machine.Actions) {
         for admission in inbox.takeAll() {
-            if let handle = machine.add(admission, actions: &actions) {
+            machine.add(admission, actions: &actions) { handle, machine, actions in
                 inbox.attach(admission.member, handle, machine: &machine, actions: &actions)
             }
         }

@@ -397,6 +397,33 @@ struct CoreRegressionTests {
 
     // 8. The bodies of one name cancelled again and again are swept: what the table
     // holds is bounded by the bodies still running, not by the cancellations so far.
+    /// A unit cancelled after its queue claimed it and before the queue admitted it
+    /// (between the two, on a busy queue with nothing executing, the admission may
+    /// start it on the adding thread) is reported ended, never started: its work never
+    /// ran.
+    @Test func aUnitCancelledBeforeItsAdmissionIsNeverReportedStarted() async {
+        let (queue, _) = makeQueue()
+        let events = queue.events
+        // Keeps the queue busy, holding its background time, with nothing executing.
+        let delayed = queue.add(.init(timeout: nil, notBefore: .after(.seconds(3600)))) { $0.finish() }
+        let probe = queue.add { $0.finish() }
+        _ = await probe.outcome
+        // Waiting for a state, not for time: the drainer that started the probe stops.
+        while queue.core.read({ $0.isDrainerScheduled }) { await Task.yield() }
+        let unit = AsyncTask(.init(timeout: nil)) { _ in Issue.record("the cancelled unit ran") }
+        #expect(unit.state.withLock { $0.claim(by: queue.core) })
+        unit.cancel()
+        queue.core.add(claimed: unit)
+        #expect(unit.currentOutcome?.kind == .cancelled)
+        delayed.cancel()
+        var reported: [String] = []
+        for await event in events {
+            if event.unit === unit { reported.append("\(event.kind)") }
+            if event.kind == .idle { break }
+        }
+        #expect(reported == ["enqueued", "ended"])
+    }
+
     @Test func lingeringBodiesOfOneNameAreSwept() {
         final class Returned: LingeringBody {
             var hasReturned: Bool { true }

@@ -108,10 +108,19 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Adds one member; it may start on the caller's thread when the queue has nothing
     /// else running. Returns its handle, or `nil` when it was rejected (see
     /// ``Action/reject(_:_:)``).
-    mutating func add(_ admission: Admission, actions: inout Actions) -> Handle? {
+    ///
+    /// `attach` tells the member its handle, before anything can start it: a member that
+    /// ended meanwhile (cancelled on another thread while it was being added) ends here,
+    /// through ``memberEnded(_:_:actions:)``, and is never started.
+    @discardableResult
+    mutating func add(
+        _ admission: Admission, actions: inout Actions,
+        attach: (Handle, inout Self, inout Actions) -> Void = { _, _, _ in }
+    ) -> Handle? {
         guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
         let handle = handle(of: slot)
         link(slot, behind: joinLane(admission.lane, slot), admission, actions: &actions)
+        attach(handle, &self, &actions)
         startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
         return handle
     }
