@@ -9,8 +9,9 @@ import Synchronization
 /// `OperationQueue.background` is the shared instance.
 ///
 /// ## Deduplication
-/// Operations are indexed by `name` while they are *live* (added and not finished,
-/// not cancelled). An ``AsyncOperation`` arriving with
+/// Operations are indexed by `name` while they are *live*: added and not finished, and
+/// not cancelled — except a plain `Operation` cancelled while it executes, whose
+/// `main()` still runs: it counts until it finished. An ``AsyncOperation`` arriving with
 /// - ``UniquenessPolicy/ignore`` (the default): the name is only a label;
 /// - ``UniquenessPolicy/drop``: if a live operation has the same name, the newcomer's
 ///   unit ends ``AsyncTask/Outcome/dropped`` (so it is cancelled and its closure never
@@ -210,6 +211,9 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     private func register(_ operations: [Operation]) {
         guard !operations.isEmpty else { return }
         let admissions = operations.map(Self.admission)
+        for name in Set(admissions.lazy.filter(Self.deduplicates).compactMap(\.name)) {
+            forgetCancelledOperations(named: name)
+        }
         var replacing: [AsyncOperation] = []
         var watching: [ReplacedOperation] = []
         let admitted = storage.admittingTransition { machine, actions, lingering in
@@ -228,6 +232,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// arrays of a batch (`addOperation` is the common way in).
     private func register(_ operation: Operation) {
         let admission = Self.admission(of: operation)
+        if Self.deduplicates(admission), let name = admission.name { forgetCancelledOperations(named: name) }
         var replacing: [AsyncOperation] = []
         var watching: [ReplacedOperation] = []
         let handle = storage.admittingTransition { machine, actions, lingering in
@@ -245,6 +250,27 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
             member: operation, name: operation.name,
             policy: (operation as? AsyncOperation)?.uniquenessPolicy ?? .ignore,
             priority: 0, timeout: nil)
+    }
+
+    /// Whether the operation's name meets the live ones (an ``AsyncOperation`` with a
+    /// policy other than ``UniquenessPolicy/ignore``).
+    private static func deduplicates(_ admission: BridgeStorage.Machine.Admission) -> Bool {
+        admission.policy.kind != .ignore && admission.name != nil
+    }
+
+    /// Before a newcomer of `name` that deduplicates is admitted: the plain operations of
+    /// that name that were cancelled before they executed no longer count (their `main()`
+    /// will never run). Foundation tells nobody of a cancellation, and finishes a
+    /// cancelled operation only once its queue gets to it (a serial or suspended queue
+    /// may not for a long while), so they are read here, outside the queue's lock. (An
+    /// ``AsyncOperation`` stops counting as it is cancelled.)
+    private func forgetCancelledOperations(named name: String) {
+        let plain = storage.read { $0.members(named: name) }.filter { !($0.member is AsyncOperation) }
+        let cancelled = plain.filter { $0.member.isCancelled && !$0.member.isExecuting }
+        guard !cancelled.isEmpty else { return }
+        storage.transition { machine, _ in
+            for (_, handle) in cancelled { machine.memberStopped(handle) }
+        }
     }
 
     /// Under the lock: admits one operation. A newcomer that replaced operations of its

@@ -227,6 +227,50 @@ struct BackgroundOperationQueueTests {
         #expect(replacing.currentOutcome?.kind == .finished)
     }
 
+    /// A plain operation cancelled while its queue is suspended (Foundation finishes it
+    /// only once the queue resumes) no longer counts for its name, as a cancelled
+    /// ``AsyncOperation`` does not.
+    @Test func aCancelledPlainOperationNoLongerCountsForItsName() async {
+        let (queue, _) = makeOperationQueue()
+        queue.isSuspended = true
+        let plain = BlockOperation {}
+        plain.name = "x"
+        queue.addOperation(plain)
+        plain.cancel()
+        let afterDrop = queue.addAsyncOperation(name: "x", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(afterDrop.currentOutcome == nil)
+        let cancelled = BlockOperation {}
+        cancelled.name = "y"
+        queue.addOperations([cancelled], waitUntilFinished: false)
+        cancelled.cancel()
+        let afterBatch = AsyncOperation(name: "y", uniquenessPolicy: .drop) { $0.finish() }
+        queue.addOperations([afterBatch], waitUntilFinished: false)
+        #expect(afterBatch.currentOutcome == nil)
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(afterDrop.currentOutcome?.kind == .finished)
+        #expect(afterBatch.currentOutcome?.kind == .finished)
+    }
+
+    /// A plain operation cancelled while it executes still counts: its `main()` runs on.
+    @Test func aPlainOperationCancelledWhileExecutingCountsUntilItFinished() async {
+        let (queue, _) = makeOperationQueue()
+        let started = Signal()
+        let release = DispatchSemaphore(value: 0)
+        let plain = BlockOperation {
+            started.signal()
+            release.wait()  // a Foundation thread, not the cooperative pool
+        }
+        plain.name = "x"
+        queue.addOperation(plain)
+        await started.wait()
+        plain.cancel()
+        let dropped = queue.addAsyncOperation(name: "x", uniquenessPolicy: .drop) { $0.finish() }
+        #expect(dropped.currentOutcome?.kind == .dropped)
+        release.signal()
+        await queue.waitUntilIdle()
+    }
+
     @Test func suspensionIsCounted() async {
         let (queue, _) = makeOperationQueue()
         queue.isSuspended = true

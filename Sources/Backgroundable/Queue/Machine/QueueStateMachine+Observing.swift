@@ -190,6 +190,18 @@ extension QueueStateMachine {
         }
     }
 
+    /// The members that count for `name` (live, not ending), with their handles, in
+    /// admission order: for a front end that must look at them outside the lock.
+    func members(named name: String) -> [(member: Member, handle: Handle)] {
+        var found: [(member: Member, handle: Handle)] = []
+        var cursor = names.first(named: name) ?? -1
+        while cursor >= 0 {
+            found.append((records[Int(cursor)].member!, handle(of: cursor)))
+            cursor = names.next(after: cursor)
+        }
+        return found
+    }
+
     /// The internal counts that differ from what the records say (they steer starts and
     /// compaction), or `nil`: for the model-based test.
     var countDrift: String? {
