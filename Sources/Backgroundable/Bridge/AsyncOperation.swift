@@ -268,6 +268,9 @@ open class AsyncOperation: Operation, @unchecked Sendable {
         willChangeValue(forKey: "isExecuting")
         bridge.withLock { $0.reportExecuting(runsClosure: closure != nil) }
         didChangeValue(forKey: "isExecuting")
+        // Only now may another thread (a racing `cancel()`) report `isFinished`: its
+        // notifications never come before this did-change.
+        bridge.withLock { $0.executingReported() }
         if let closure {
             // Does nothing if the unit ended meanwhile (a timeout of zero ends it here).
             if unit.startHere(byItsFrontEnd: true, beforeRunning: keepDeadline), !unit.isFinished {
@@ -426,7 +429,7 @@ extension AsyncOperation: UnitObserver {
 }
 
 /// The operation-side half of the bridge, guarded by the operation's `Mutex`.
-private struct BridgeState {
+struct BridgeState {
     /// The operation's Foundation `Progress` (see ``AsyncOperation/progress``), made on
     /// first read; kept here so that finishing reads it under the lock it takes anyway.
     var progress: Progress?
@@ -436,7 +439,8 @@ private struct BridgeState {
     var listens = false
     /// `start()` reported `isExecuting` (set between its will/did notifications).
     var reportsExecuting = false
-    /// `start()` is past reporting `isExecuting` (or skipped it: the unit had ended).
+    /// `start()` is past reporting `isExecuting`, its did-change sent (or it skipped it:
+    /// the unit had ended).
     var startReported = false
     /// `start()` is calling the closure (set with ``reportsExecuting``).
     var closureRuns = false
@@ -483,10 +487,16 @@ private struct BridgeState {
         startReported = true
     }
 
+    /// Between `isExecuting`'s will-change and did-change notifications.
     mutating func reportExecuting(runsClosure: Bool) {
         reportsExecuting = true
-        startReported = true
         closureRuns = runsClosure
+    }
+
+    /// After `isExecuting`'s did-change notification: from now on `isFinished` may be
+    /// reported.
+    mutating func executingReported() {
+        startReported = true
     }
 
     /// The queue tracking the operation, the first time only; `nil` after.
@@ -520,7 +530,7 @@ private struct BridgeState {
 
 /// The queue that tracks an operation (its ``BackgroundOperationQueue``, or the shared
 /// deadline keeper), and the operation's handle there.
-private struct Tracking {
+struct Tracking {
     let queue: BridgeStorage
     let handle: BridgeStorage.Machine.Handle
 }

@@ -140,6 +140,20 @@ struct AsyncOperationTests {
         #expect(second.currentOutcome?.kind == .timedOut)
     }
 
+    /// A `cancel()` racing `start()` cannot report `isFinished` between `start()`'s
+    /// will-change and did-change of `isExecuting`: KVO observers see `isExecuting`
+    /// settle before `isFinished` changes. (Foundation's notifications cannot be
+    /// intercepted on Linux: this drives the operation's state as the two threads do.)
+    @Test func isFinishedWaitsForTheDidChangeOfIsExecuting() {
+        var state = BridgeState()
+        _ = state.requestStart()
+        state.reportExecuting(runsClosure: true)  // between will-change and did-change
+        _ = state.noteUnitEnded(.cancelled)  // the racing cancel
+        #expect(state.claimFinish(closureReturned: false) == nil)
+        state.executingReported()  // did-change sent
+        #expect(state.claimFinish(closureReturned: false) == true)
+    }
+
     @Test func timeoutDoesNotFireForAnOperationThatFinishesInTime() async {
         let operation = AsyncOperation(
             timeout: 30, onTimeoutCallback: { _ in Issue.record("timed out") }
