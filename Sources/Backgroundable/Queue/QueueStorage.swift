@@ -259,7 +259,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     // MARK: Performing actions
 
+    /// Performs the actions in order, except the delivery, which comes last: the new
+    /// deliverer delivers until the outbox is empty, and the members this transition
+    /// started must not wait for that.
     private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
+        var delivers = false
         actions.visit { action in
             switch action {
             case .start(let member, let priority):
@@ -281,9 +285,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             case .spawnDrainer:
                 Task.detached { self.drain() }
             case .deliver:
-                deliver(startingWith: firstBatch)
+                delivers = true
             }
         }
+        if delivers { deliver(startingWith: firstBatch) }
     }
 
     /// Starts ready members in rounds until nothing can start; the machine then frees

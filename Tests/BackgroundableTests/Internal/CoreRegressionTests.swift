@@ -424,6 +424,35 @@ struct CoreRegressionTests {
         #expect(reported == ["enqueued", "ended"])
     }
 
+    /// The thread that performs a transition starts its members before it delivers its
+    /// notifications: a watcher (or a delegate, a listener, a metrics backend) that is
+    /// slow, or that waits for the member, never holds back that member's start.
+    @Test func aTransitionStartsItsMembersBeforeItDelivers() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        let firstStarted = Signal()
+        let first = queue.add(.init(timeout: nil)) { _ in firstStarted.signal() }
+        await firstStarted.wait()
+        let secondStarted = DispatchSemaphore(value: 0)
+        queue.add(.init(timeout: nil)) { unit in
+            secondStarted.signal()
+            unit.finish()
+        }
+        let armed = Atomic(false)
+        let registered = Signal()
+        let waited = Recorder<Bool>()
+        queue.core.watchProgress(names: 0) { _ in
+            guard armed.load(ordering: .acquiring) else { return registered.signal() }
+            guard waited.count == 0 else { return }
+            // On the thread that ended `first`: the second unit starts meanwhile.
+            waited.append(secondStarted.wait(timeout: .now() + 30) == .success)
+        }
+        await registered.wait()
+        armed.store(true, ordering: .releasing)
+        first.finish()
+        await queue.waitUntilIdle()
+        #expect(waited.all == [true], "the second unit's start waited for the delivery")
+    }
+
     @Test func lingeringBodiesOfOneNameAreSwept() {
         final class Returned: LingeringBody {
             var hasReturned: Bool { true }

@@ -54,8 +54,8 @@ extension QueueStateMachine {
         case armSleeper(deadline: Int64, generation: UInt64)
         /// Run ``drain(actions:)`` from a new task until it returns `false`.
         case spawnDrainer
-        /// The caller became the deliverer: take ``takeDeliveries()`` until it
-        /// returns `nil`.
+        /// The caller became the deliverer: after the other actions, take
+        /// ``takeDeliveries()`` until it returns `nil`.
         case deliver
     }
 
