@@ -470,11 +470,10 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         }
         let admission = unit.admission
         admittingTransition { machine, actions, lingering in
-            guard Self.mayReplace(unit) else { return }
-            machine.add(admission, actions: &actions) { handle, machine, actions in
-                unit.attach(handle, machine: &machine, actions: &actions)
-                Self.waitForLingeringBodies(of: unit, in: &lingering)
-            }
+            guard Self.mayReplace(unit), let handle = machine.enqueue(admission, actions: &actions) else { return }
+            unit.attach(handle, machine: &machine, actions: &actions)
+            Self.waitForLingeringBodies(of: unit, in: &lingering)
+            machine.startEnqueued(actions: &actions)
         }
     }
 

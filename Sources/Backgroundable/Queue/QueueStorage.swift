@@ -216,9 +216,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// member learns its handle in the same transition, before anything can start or end it.
     private func admitInbox(_ machine: inout Machine, _ actions: inout Machine.Actions) {
         for admission in inbox.takeAll() {
-            machine.add(admission, actions: &actions) { handle, machine, actions in
-                inbox.attach(admission.member, handle, machine: &machine, actions: &actions)
-            }
+            guard let handle = machine.enqueue(admission, actions: &actions) else { continue }
+            inbox.attach(admission.member, handle, machine: &machine, actions: &actions)
+            machine.startEnqueued(actions: &actions)
         }
     }
 
@@ -263,7 +263,6 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// deliverer delivers until the outbox is empty, and the members this transition
     /// started must not wait for that.
     private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
-        var delivers = false
         actions.visit { action in
             switch action {
             case .start(let member, let priority):
@@ -285,10 +284,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             case .spawnDrainer:
                 Task.detached { self.drain() }
             case .deliver:
-                delivers = true
+                break  // Below, after the others.
             }
         }
-        if delivers { deliver(startingWith: firstBatch) }
+        if actions.delivers { deliver(startingWith: firstBatch) }
     }
 
     /// Starts ready members in rounds until nothing can start; the machine then frees

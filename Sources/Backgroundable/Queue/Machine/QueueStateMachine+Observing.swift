@@ -3,6 +3,10 @@
 extension QueueStateMachine {
     // MARK: Busy periods and background time
 
+    // These three (and `noteProgress`) run in every add and end, and are a few
+    // instructions each: the optimizer's choice to inline them flips with unrelated
+    // changes, and the instruction gates (Benchmarks/Gates) fail when they are called.
+    @inline(__always)
     mutating func becomeBusyIfIdle(actions: inout Actions) {
         guard case .began(let period, let reported)? = busy.memberArrived() else { return }
         progress.periodBegan()
@@ -10,6 +14,7 @@ extension QueueStateMachine {
     }
 
     /// `true` when the queue went idle.
+    @inline(__always)
     mutating func becomeIdleIfDone(actions: inout Actions) -> Bool {
         guard case .ended(let period, let reported)? = busy.membersLeft(liveCount: liveCount) else { return false }
         releaseStorage()
@@ -156,6 +161,7 @@ extension QueueStateMachine {
 
     /// Watchers hear that the progress changed: one delivery until the deliverer takes
     /// it, however many changes come before. Nothing while nobody watches.
+    @inline(__always)
     mutating func noteProgress(actions: inout Actions) {
         if progress.changed() { post(.progress, actions: &actions) }
     }

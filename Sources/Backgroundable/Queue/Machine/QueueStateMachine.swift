@@ -108,21 +108,25 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Adds one member; it may start on the caller's thread when the queue has nothing
     /// else running. Returns its handle, or `nil` when it was rejected (see
     /// ``Action/reject(_:_:)``).
-    ///
-    /// `attach` tells the member its handle, before anything can start it: a member that
-    /// ended meanwhile (cancelled on another thread while it was being added) ends here,
-    /// through ``memberEnded(_:_:actions:)``, and is never started.
-    @discardableResult
-    mutating func add(
-        _ admission: Admission, actions: inout Actions,
-        attach: (Handle, inout Self, inout Actions) -> Void = { _, _, _ in }
-    ) -> Handle? {
-        guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
-        let handle = handle(of: slot)
-        link(slot, behind: joinLane(admission.lane, slot), admission, actions: &actions)
-        attach(handle, &self, &actions)
-        startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
+    mutating func add(_ admission: Admission, actions: inout Actions) -> Handle? {
+        guard let handle = enqueue(admission, actions: &actions) else { return nil }
+        startEnqueued(actions: &actions)
         return handle
+    }
+
+    /// ``add(_:actions:)`` in two steps, for a storage that tells the member its handle
+    /// in between, before anything can start it: a member that ended meanwhile
+    /// (cancelled on another thread while it was being added) then ends through
+    /// ``memberEnded(_:_:actions:)`` and is never started. This step admits it.
+    mutating func enqueue(_ admission: Admission, actions: inout Actions) -> Handle? {
+        guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
+        link(slot, behind: joinLane(admission.lane, slot), admission, actions: &actions)
+        return handle(of: slot)
+    }
+
+    /// The second step of ``add(_:actions:)``: starts what the admission made startable.
+    mutating func startEnqueued(actions: inout Actions) {
+        startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
     }
 
     /// Adds members in order (their policies apply in that order); with `sequential`,
