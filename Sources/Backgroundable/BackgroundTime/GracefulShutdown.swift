@@ -269,31 +269,41 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     /// the cancelled work returned or the cancellation period ended. Every event of the
     /// queues has been delivered to their listeners when it returns.
     ///
-    /// Cancelling the calling task makes it return at once with what it knows.
+    /// Cancelling the calling task makes it return at once with what it knows: `.idle`
+    /// before a request, `.drained` after one, listing the units still live in
+    /// ``ShutdownReport/unfinishedUnits`` (the report is then not complete). Their work
+    /// goes on: cancelling the drain cancels none of it.
     public func drain(_ queues: BackgroundQueue...) async -> ShutdownReport {
         await drain(queues)
     }
 
     /// ``drain(_:)-(BackgroundQueue...)`` for an array of queues.
     public func drain(_ queues: [BackgroundQueue]) async -> ShutdownReport {
+        // Every wait returns early when the calling task is cancelled, whichever comes
+        // first: the state, not the wait that returned, says what happened.
         let idle: @Sendable () async -> Void = { await QueueShutdown.waitUntilIdle(queues) }
         let requestArrives: @Sendable () async -> Void = { await self.requested.wait() }
-        if await firstToReturn([idle, requestArrives]) == 0, !isShutdownRequested {
-            return ShutdownReport(ending: .idle, request: nil, unfinishedUnits: [])
+        _ = await firstToReturn([idle, requestArrives])
+        guard let (request, requestedAt) = state.withLock({ $0.request }) else {
+            return report(.idle, request: nil, queues)
         }
-        let (request, requestedAt) = state.withLock { $0.request! }
         for queue in queues { queue.stopAcceptingWork() }
         let deadline = requestedAt + gracePeriod
         let gracePeriodEnds: @Sendable () async -> Void = { try? await Task.sleep(until: deadline, clock: .continuous) }
         let hurry: @Sendable () async -> Void = { await self.hurried.wait() }
-        if await firstToReturn([idle, gracePeriodEnds, hurry]) == 0 {
-            return ShutdownReport(ending: .drained, request: request, unfinishedUnits: [])
-        }
-        guard !Task.isCancelled else {
-            return ShutdownReport(
-                ending: .drained, request: request, unfinishedUnits: QueueShutdown.unfinishedUnits(in: queues))
+        if await firstToReturn([idle, gracePeriodEnds, hurry]) == 0 || Task.isCancelled {
+            return report(.drained, request: request, queues)
         }
         return await expire(queues, request: request)
+    }
+
+    /// The queues went idle, or the calling task was cancelled: then the report lists the
+    /// units still live.
+    private func report(_ ending: ShutdownReport.Ending, request: Request?, _ queues: [BackgroundQueue])
+        -> ShutdownReport
+    {
+        let unfinished = Task.isCancelled ? QueueShutdown.unfinishedUnits(in: queues) : []
+        return ShutdownReport(ending: ending, request: request, unfinishedUnits: unfinished)
     }
 
     /// The expiration: every held assertion expires (and the background time of the

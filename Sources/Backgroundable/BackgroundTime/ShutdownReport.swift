@@ -41,9 +41,12 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
 
         fileprivate let kind: Kind
 
-        /// No shutdown was requested; the queues went idle.
+        /// No shutdown was requested; the queues went idle (or the task awaiting the
+        /// drain was cancelled first: see ``ShutdownReport/unfinishedUnits``).
         public static let idle = Ending(kind: .idle)
-        /// Shutdown was requested; the queues finished their work within the grace period.
+        /// Shutdown was requested; the queues finished their work within the grace period
+        /// (or the task awaiting the drain was cancelled first: see
+        /// ``ShutdownReport/unfinishedUnits``).
         public static let drained = Ending(kind: .drained)
         /// Shutdown was requested and the work still running expired (see ``Expiration``).
         public static func expired(_ expiration: Expiration) -> Ending { Ending(kind: .expired(expiration)) }
@@ -83,33 +86,42 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
         }
     }
 
-    /// `true` unless work expired.
-    public var isComplete: Bool { ending.expiration == nil }
+    /// `true` when the work completed: none expired, and none was left running by a
+    /// drain whose task was cancelled.
+    public var isComplete: Bool { ending.expiration == nil && unfinishedUnits.isEmpty }
 
     /// A suggested exit status: 0 when the work completed, 75 (`EX_TEMPFAIL`, "try again
-    /// later") when it expired.
+    /// later") when it did not.
     public var exitStatus: Int32 { isComplete ? 0 : 75 }
 
-    /// One line for a log: how the drain ended, and when work expired, the unfinished
-    /// units by queue with their states (`queue "jobs": ["import" (executing), <unnamed> (waiting)]`).
+    /// One line for a log: how the drain ended, and when work was left unfinished (it
+    /// expired, or the drain's task was cancelled), the unfinished units by queue with
+    /// their states (`queue "jobs": ["import" (executing), <unnamed> (waiting)]`).
     public var description: String {
+        let source = request.map { "\($0)" } ?? "shutdown"
         switch ending.kind {
-        case .idle:
+        case .idle where unfinishedUnits.isEmpty:
             return "Backgroundable: the queues are idle"
-        case .drained:
-            return "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): the queues drained"
+        case .drained where unfinishedUnits.isEmpty:
+            return "Backgroundable: \(source): the queues drained"
+        case .idle, .drained:
+            return
+                "Backgroundable: \(request == nil ? "" : "\(source): ")the drain was cancelled; unfinished: \(unfinishedText)"
         case .expired(let expiration):
             let cause =
                 switch expiration.reason {
                 case .gracePeriodEnded: "the grace period ran out"
                 case .secondRequest(let second): "a second request (\(second)) cut the grace period short"
                 }
-            let unfinished = unfinishedByQueue.map { queue, units in
-                "queue \"\(queue)\": [\(units.map { "\($0.quotedName) (\($0.state))" }.joined(separator: ", "))]"
-            }
-            return "Backgroundable: \(request.map { "\($0)" } ?? "shutdown"): \(cause); unfinished: "
-                + (unfinished.isEmpty ? "none" : unfinished.joined(separator: ", "))
+            return "Backgroundable: \(source): \(cause); unfinished: \(unfinishedText)"
         }
+    }
+
+    private var unfinishedText: String {
+        let unfinished = unfinishedByQueue.map { queue, units in
+            "queue \"\(queue)\": [\(units.map { "\($0.quotedName) (\($0.state))" }.joined(separator: ", "))]"
+        }
+        return unfinished.isEmpty ? "none" : unfinished.joined(separator: ", ")
     }
 
     /// ``unfinishedUnits`` grouped by queue, in order (the units of one queue are adjacent).

@@ -233,6 +233,33 @@ struct GracefulShutdownTests {
         #expect(!shutdown.isShutdownRequested)
     }
 
+    /// A drain whose task is cancelled returns at once with what it knows, request or
+    /// not: the units still live are listed, the report is not complete, and nothing
+    /// traps (both of the drain's waits return early on cancellation, in either order).
+    @Test(.timeLimit(.minutes(1))) func aCancelledDrainListsTheLiveUnitsWithOrWithoutARequest() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(600))
+        let queue = BackgroundQueue(name: "work", backgroundTaskProvider: shutdown)
+        let release = Signal()
+        _ = await gatedUnit(on: queue, named: "long", release: release)
+        for requested in [false, true] {
+            if requested { shutdown.requestShutdown() }
+            for _ in 0..<20 {
+                let drain = Task {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    return await shutdown.drain(queue)
+                }
+                let report = await drain.value
+                #expect(report.ending == (requested ? .drained : .idle))
+                #expect(report.unfinishedUnits.map(\.name) == ["long"])
+                #expect(!report.isComplete && report.exitStatus == 75)
+                #expect(report.description.contains("the drain was cancelled; unfinished: queue \"work\": [\"long\""))
+            }
+        }
+        release.signal()
+        let report = await shutdown.drain(queue)
+        #expect(report.ending == .drained && report.isComplete && report.unfinishedUnits.isEmpty)
+    }
+
     // `GracefulShutdown.install` making the coordinator the default provider is checked
     // in the child process (the fixture exits with status 65 otherwise): setting the
     // process-wide default here would race with tests that read the platform default.
