@@ -178,6 +178,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     /// ``end(_:)`` under its queue's lock: the unit's outcome is set there, the rest is
     /// done after unlocking (see ``QueueMember/settle(_:gate:)``).
+    ///
     /// A replaced unit's body that is still running (a wrapped unit's: `start()` awaits a
     /// closure's return itself) is counted by a gate, and the operation reports
     /// `isFinished` only once it returned.
