@@ -38,9 +38,11 @@ public struct UniquenessPolicy: Sendable, Hashable, CaseIterable, CustomStringCo
     /// name — labels — it joins the one added last.) See <doc:SingleFlight>.
     ///
     /// The joined unit is a unit of its own for its caller: awaiting it returns the
-    /// shared outcome and value; cancelling it ends it ``AsyncTask/Outcome/cancelled``
-    /// without touching the shared work — which is cancelled only when every caller
-    /// that awaits it (the live unit's awaiters and every joined unit's) has cancelled.
+    /// shared outcome and value; cancelling it (or the task awaiting it) ends it
+    /// ``AsyncTask/Outcome/cancelled``, and the shared work goes on for the other
+    /// callers. It is cancelled when no task awaits it any more — the live unit's
+    /// awaiters and every joined unit's are counted together, and a joined unit's
+    /// awaiters stop counting when that unit is cancelled.
     public static let join = UniquenessPolicy(kind: .join)
 
     #if BACKGROUNDABLE_EXTRA_KINDS_FOR_TESTING
