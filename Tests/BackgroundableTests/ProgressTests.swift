@@ -143,7 +143,7 @@ struct ProgressTests {
         var updates = queue.progressUpdates.makeAsyncIterator()
         #expect(await updates.next() == QueueProgress())
         queue.suspend()
-        for _ in 0..<100 { queue.add { $0.finish() } }
+        for _ in 0..<100 { queue.add(.init(timeout: nil)) { $0.finish() } }
         queue.resume()
         await queue.waitUntilIdle()
         // A hundred units, each added, started and ended: the consumer slept through

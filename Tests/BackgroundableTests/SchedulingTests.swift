@@ -28,7 +28,7 @@ struct SchedulingTests {
         queue.suspend()
         let order = Recorder<Int>()
         for index in 0..<200 {
-            queue.add { task in
+            queue.add(.init(timeout: nil)) { task in
                 order.append(index)
                 task.finish()
             }

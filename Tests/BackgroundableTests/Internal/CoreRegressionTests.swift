@@ -180,7 +180,7 @@ struct CoreRegressionTests {
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
                 group.addTask {
-                    for _ in 0..<2_000 { queue.add { $0.finish() } }
+                    for _ in 0..<2_000 { queue.add(.init(timeout: nil)) { $0.finish() } }
                 }
             }
         }
@@ -367,7 +367,7 @@ struct CoreRegressionTests {
         let heldWhenStarted = Recorder<Bool>()
         for _ in 0..<3 {
             for _ in 0..<20 {
-                queue.add { task in
+                queue.add(.init(timeout: nil)) { task in
                     heldWhenStarted.append(!provider.activeIdentifiers.isEmpty)
                     task.finish()
                 }
@@ -448,7 +448,9 @@ struct CoreRegressionTests {
         }
         await registered.wait()
         armed.store(true, ordering: .releasing)
-        first.finish()
+        // From a Dispatch thread, which the watcher then blocks: never the cooperative
+        // pool, where the second unit (and the rest of the suite) runs.
+        DispatchQueue.global().async { first.finish() }
         await queue.waitUntilIdle()
         #expect(waited.all == [true], "the second unit's start waited for the delivery")
     }
