@@ -57,7 +57,7 @@ struct AsyncTaskTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         let ran = Recorder<Int>()
-        let unit = queue.add { task in
+        let unit = queue.add(.init(timeout: nil)) { task in
             ran.append(1)
             task.finish()
         }
@@ -115,7 +115,7 @@ struct AsyncTaskTests {
         let seen = Recorder<(String?, TaskPriority)>()
         let ran = Signal()
         // Not awaited (an awaiter of higher priority would escalate it): observed.
-        queue.add(.init(name: "named-unit", priority: .low)) { unit in
+        queue.add(.init(name: "named-unit", timeout: nil, priority: .low)) { unit in
             seen.append((Task.name, Task.currentPriority))
             ran.signal()
             unit.finish()
@@ -126,7 +126,7 @@ struct AsyncTaskTests {
     }
 
     @Test func priorityReadsBackAsGiven() {
-        #expect(AsyncTask(.init(priority: .high)) { _ in }.priority == .high)
+        #expect(AsyncTask(.init(timeout: nil, priority: .high)) { _ in }.priority == .high)
         #expect(AsyncTask(.init(priority: TaskPriority(rawValue: 7))) { _ in }.priority?.rawValue == 7)
         #expect(AsyncTask { _ in }.priority == nil)
         // Raw value 0 is the runtime's "unspecified": the same as none.
@@ -135,7 +135,7 @@ struct AsyncTaskTests {
 
     @Test func awaitingTheOutcomeOfAnEndedUnitReturnsAtOnce() async {
         let (queue, _) = makeQueue()
-        let unit = queue.add { task in task.finish() }
+        let unit = queue.add(.init(timeout: nil)) { task in task.finish() }
         _ = await unit.outcome
         #expect(await unit.outcome.kind == .finished)
         #expect(await unit.outcome.kind == .finished)

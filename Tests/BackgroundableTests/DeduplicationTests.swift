@@ -11,8 +11,8 @@ struct DeduplicationTests {
     @Test func ignoreIsTheDefaultAndNamesAreOnlyLabels() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let first = queue.add(.init(name: "same")) { $0.finish() }
-        let second = queue.add(.init(name: "same")) { $0.finish() }
+        let first = queue.add(.init(name: "same", timeout: nil)) { $0.finish() }
+        let second = queue.add(.init(name: "same", timeout: nil)) { $0.finish() }
         #expect(first.uniquenessPolicy == .ignore)
         #expect(queue.enqueuedCount == 2)
         queue.resume()
@@ -24,11 +24,11 @@ struct DeduplicationTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         let runs = Recorder<Int>()
-        let first = queue.add(.init(name: "sync")) { task in
+        let first = queue.add(.init(name: "sync", timeout: nil)) { task in
             runs.append(1)
             task.finish()
         }
-        let second = queue.add(.init(name: "sync", uniquenessPolicy: .drop)) { task in
+        let second = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .drop)) { task in
             runs.append(2)
             task.finish()
         }
@@ -46,7 +46,7 @@ struct DeduplicationTests {
         let started = Signal()
         let first = queue.add(.init(name: "sync", timeout: nil)) { _ in started.signal() }
         await started.wait()
-        let second = queue.add(.init(name: "sync", uniquenessPolicy: .drop)) { $0.finish() }
+        let second = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
         #expect(second.currentOutcome?.kind == .dropped)
         first.finish()
         await queue.waitUntilIdle()
@@ -55,7 +55,7 @@ struct DeduplicationTests {
     @Test func droppedHandleThrowsDropped() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        queue.add(.init(name: "n")) { $0.finish() }
+        queue.add(.init(name: "n", timeout: nil)) { $0.finish() }
         let dropped = queue.add(.init(name: "n", uniquenessPolicy: .drop)) { 1 }
         await #expect(throws: AsyncTaskError.dropped) { try await dropped.value }
         queue.cancelAll()
@@ -72,8 +72,8 @@ struct DeduplicationTests {
             if Task.isCancelled { sawCancellation.signal() }
         }
         await started.wait()
-        let waiting = queue.add(.init(name: "save")) { $0.finish() }
-        let newest = queue.add(.init(name: "save", uniquenessPolicy: .replace)) { $0.finish() }
+        let waiting = queue.add(.init(name: "save", timeout: nil)) { $0.finish() }
+        let newest = queue.add(.init(name: "save", timeout: nil, uniquenessPolicy: .replace)) { $0.finish() }
         #expect(executing.task.currentOutcome?.kind == .replaced)
         #expect(waiting.currentOutcome?.kind == .replaced)
         await sawCancellation.wait()
@@ -84,8 +84,8 @@ struct DeduplicationTests {
     @Test func unnamedUnitsNeverDeduplicate() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let units = (0..<3).map { _ in queue.add(.init(uniquenessPolicy: .drop)) { $0.finish() } }
-        let replacer = queue.add(.init(uniquenessPolicy: .replace)) { $0.finish() }
+        let units = (0..<3).map { _ in queue.add(.init(timeout: nil, uniquenessPolicy: .drop)) { $0.finish() } }
+        let replacer = queue.add(.init(timeout: nil, uniquenessPolicy: .replace)) { $0.finish() }
         #expect(queue.enqueuedCount == 4)
         queue.resume()
         for unit in units + [replacer] {
@@ -95,15 +95,15 @@ struct DeduplicationTests {
 
     @Test func endedUnitsFreeTheirName() async {
         let (queue, _) = makeQueue()
-        let finished = queue.add(.init(name: "a")) { $0.finish() }
+        let finished = queue.add(.init(name: "a", timeout: nil)) { $0.finish() }
         _ = await finished.outcome
-        let afterFinished = queue.add(.init(name: "a", uniquenessPolicy: .drop)) { $0.finish() }
+        let afterFinished = queue.add(.init(name: "a", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
         #expect(await afterFinished.outcome.kind == .finished)
 
         queue.suspend()
-        let cancelled = queue.add(.init(name: "b")) { $0.finish() }
+        let cancelled = queue.add(.init(name: "b", timeout: nil)) { $0.finish() }
         cancelled.cancel()
-        let afterCancelled = queue.add(.init(name: "b", uniquenessPolicy: .drop)) { $0.finish() }
+        let afterCancelled = queue.add(.init(name: "b", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
         #expect(afterCancelled.currentOutcome == nil)
         queue.resume()
         #expect(await afterCancelled.outcome.kind == .finished)
@@ -114,7 +114,7 @@ struct DeduplicationTests {
         queue.suspend()
         let added = Recorder<AsyncTask>()
         DispatchQueue.concurrentPerform(iterations: 500) { _ in
-            added.append(queue.add(.init(name: "race", uniquenessPolicy: .drop)) { $0.finish() })
+            added.append(queue.add(.init(name: "race", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() })
         }
         let survivors = added.all.filter { $0.currentOutcome?.kind != .dropped }
         #expect(survivors.count == 1)
@@ -128,7 +128,7 @@ struct DeduplicationTests {
         queue.suspend()
         let added = Recorder<AsyncTask>()
         DispatchQueue.concurrentPerform(iterations: 500) { _ in
-            added.append(queue.add(.init(name: "race", uniquenessPolicy: .replace)) { $0.finish() })
+            added.append(queue.add(.init(name: "race", timeout: nil, uniquenessPolicy: .replace)) { $0.finish() })
         }
         let live = added.all.filter { $0.currentOutcome == nil }
         #expect(live.count == 1)
@@ -140,10 +140,10 @@ struct DeduplicationTests {
     @Test func policiesApplyInOrderWithinABatch() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let a = AsyncTask(.init(name: "x")) { $0.finish() }
-        let b = AsyncTask(.init(name: "x", uniquenessPolicy: .drop)) { $0.finish() }
-        let c = AsyncTask(.init(name: "x", uniquenessPolicy: .replace)) { $0.finish() }
-        let d = AsyncTask(.init(name: "x", uniquenessPolicy: .drop)) { $0.finish() }
+        let a = AsyncTask(.init(name: "x", timeout: nil)) { $0.finish() }
+        let b = AsyncTask(.init(name: "x", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
+        let c = AsyncTask(.init(name: "x", timeout: nil, uniquenessPolicy: .replace)) { $0.finish() }
+        let d = AsyncTask(.init(name: "x", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
         queue.add(contentsOf: [a, b, c, d])
         #expect(a.currentOutcome?.kind == .replaced)
         #expect(b.currentOutcome?.kind == .dropped)
@@ -257,8 +257,8 @@ struct DeduplicationTests {
         let (second, _) = makeQueue()
         first.suspend()
         second.suspend()
-        first.add(.init(name: "n")) { $0.finish() }
-        let other = second.add(.init(name: "n", uniquenessPolicy: .drop)) { $0.finish() }
+        first.add(.init(name: "n", timeout: nil)) { $0.finish() }
+        let other = second.add(.init(name: "n", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
         #expect(other.currentOutcome == nil)
         first.resume()
         second.resume()

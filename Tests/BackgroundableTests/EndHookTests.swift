@@ -13,13 +13,14 @@ struct EndHookTests {
     private final class Ends: Sendable {
         let outcomes = Recorder<AsyncTask.Outcome.Kind>()
 
-        /// Options whose hook records here; `timeout` set when given, else the style's.
+        /// Options whose hook records here; no timeout unless `timeout` is given (a loaded
+        /// machine must not time out a unit the test expects to finish).
         func options(
             name: String? = nil, timeout: Duration? = nil, uniquenessPolicy: UniquenessPolicy = .ignore
         ) -> AsyncTask.Options {
             var options = AsyncTask.Options(
                 name: name, uniquenessPolicy: uniquenessPolicy, onEnd: { [outcomes] in outcomes.append($0.kind) })
-            if let timeout { options.timeout = timeout }
+            options.timeout = timeout
             return options
         }
 
@@ -124,7 +125,7 @@ struct EndHookTests {
         let (queue, _) = makeQueue()
         let ends = Ends()
         queue.suspend()
-        let live = queue.add(.init(name: "sync")) { $0.finish() }
+        let live = queue.add(.init(name: "sync", timeout: nil)) { $0.finish() }
         let newcomer = queue.add(ends.options(name: "sync", uniquenessPolicy: .drop)) { $0.finish() }
         #expect(await newcomer.outcome.kind == .dropped)
         #expect(ends.all == [.dropped])
@@ -138,7 +139,7 @@ struct EndHookTests {
         let ends = Ends()
         queue.suspend()
         let replaced = queue.add(ends.options(name: "sync")) { $0.finish() }
-        let newcomer = queue.add(.init(name: "sync", uniquenessPolicy: .replace)) { $0.finish() }
+        let newcomer = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .replace)) { $0.finish() }
         #expect(await replaced.outcome.kind == .replaced)
         #expect(ends.all == [.replaced])
         queue.resume()
@@ -239,7 +240,7 @@ struct EndHookTests {
     }
 
     @Test func unusedItCostsNoBox() {
-        #expect(AsyncTask(.init(name: "plain")) { $0.finish() }.extras == nil)
+        #expect(AsyncTask(.init(name: "plain", timeout: nil)) { $0.finish() }.extras == nil)
         #expect(AsyncTask(.init(onEnd: { _ in })) { $0.finish() }.extras?.onEnd != nil)
     }
 }

@@ -54,7 +54,7 @@ struct LeakTests {
 
     @Test func finishedUnitsAreReleased() async {
         await expectReleased(expected: .finished) { queue, tracked in
-            queue.add { task in
+            queue.add(.init(timeout: nil)) { task in
                 withExtendedLifetime(tracked) { task.finish() }
             }
         }
@@ -75,13 +75,13 @@ struct LeakTests {
     @Test func cancelledUnitsAreReleased() async {
         // Cancelled while executing (the body ignores it) and before starting.
         await expectReleased(expected: .cancelled) { queue, tracked in
-            queue.add { task in
+            queue.add(.init(timeout: nil)) { task in
                 withExtendedLifetime(tracked) { task.cancel() }
             }
         }
         await expectReleased(expected: .cancelled) { queue, tracked in
             queue.suspend()
-            let unit = queue.add { task in withExtendedLifetime(tracked) { task.finish() } }
+            let unit = queue.add(.init(timeout: nil)) { task in withExtendedLifetime(tracked) { task.finish() } }
             unit.cancel()
             queue.resume()
             return unit
@@ -97,7 +97,7 @@ struct LeakTests {
         do {
             let tracked = Tracked()
             weakCaptured = tracked
-            let dropped = queue.add(.init(name: "n", uniquenessPolicy: .drop)) { task in
+            let dropped = queue.add(.init(name: "n", timeout: nil, uniquenessPolicy: .drop)) { task in
                 withExtendedLifetime(tracked) { task.finish() }
             }
             weakUnit = dropped
@@ -122,7 +122,7 @@ struct LeakTests {
             }.task
             weakUnit = old
             await started.wait()
-            queue.add(.init(name: "n", uniquenessPolicy: .replace)) { $0.finish() }
+            queue.add(.init(name: "n", timeout: nil, uniquenessPolicy: .replace)) { $0.finish() }
             #expect(await old.outcome.kind == .replaced)
         }
         await queue.waitUntilIdle()
@@ -310,7 +310,9 @@ struct LeakTests {
         for _ in 0..<30 {
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<10 {
-                    if index % 2 == 0 { queue.add { task in DispatchQueue.global().async { task.finish() } } }
+                    if index % 2 == 0 {
+                        queue.add(.init(timeout: nil)) { task in DispatchQueue.global().async { task.finish() } }
+                    }
                     group.addTask {
                         await queue.waitUntilIdle()
                         returns.increment()
