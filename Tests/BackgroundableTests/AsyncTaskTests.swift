@@ -70,7 +70,7 @@ struct AsyncTaskTests {
 
     @Test func finishOnANeverEnqueuedUnitCancelsItAndAddingItLaterIsANoOp() async {
         let (queue, _) = makeQueue()
-        let unit = AsyncTask { task in task.finish() }
+        let unit = AsyncTask(.init(timeout: nil)) { task in task.finish() }
         unit.finish()
         #expect(unit.currentOutcome?.kind == .cancelled)
         queue.add(unit)
@@ -95,7 +95,7 @@ struct AsyncTaskTests {
         let (second, _) = makeQueue()
         first.suspend()
         let runs = Recorder<Int>()
-        let unit = AsyncTask { task in
+        let unit = AsyncTask(.init(timeout: nil)) { task in
             runs.append(1)
             task.finish()
         }
@@ -128,7 +128,7 @@ struct AsyncTaskTests {
     @Test func priorityReadsBackAsGiven() {
         #expect(AsyncTask(.init(timeout: nil, priority: .high)) { _ in }.priority == .high)
         #expect(AsyncTask(.init(priority: TaskPriority(rawValue: 7))) { _ in }.priority?.rawValue == 7)
-        #expect(AsyncTask { _ in }.priority == nil)
+        #expect(AsyncTask(.init(timeout: nil)) { _ in }.priority == nil)
         // Raw value 0 is the runtime's "unspecified": the same as none.
         #expect(AsyncTask(.init(priority: TaskPriority(rawValue: 0))) { _ in }.priority == nil)
     }

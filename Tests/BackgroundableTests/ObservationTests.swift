@@ -10,7 +10,7 @@ struct ObservationTests {
     @Test func eventsOfOneUnitArriveInOrder() async {
         let (queue, _) = makeQueue()
         let events = queue.events
-        let unit = queue.add(.init(name: "one")) { $0.finish() }
+        let unit = queue.add(.init(name: "one", timeout: nil)) { $0.finish() }
         var seen: [String] = []
         for await event in events {
             switch event.kind {
@@ -30,8 +30,8 @@ struct ObservationTests {
         let (queue, _) = makeQueue()
         queue.suspend()
         let events = queue.events
-        let kept = queue.add(.init(name: "n")) { $0.finish() }
-        let dropped = queue.add(.init(name: "n", uniquenessPolicy: .drop)) { $0.finish() }
+        let kept = queue.add(.init(name: "n", timeout: nil)) { $0.finish() }
+        let dropped = queue.add(.init(name: "n", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
         queue.resume()
         var droppedReported = false
         for await event in events {
@@ -48,7 +48,7 @@ struct ObservationTests {
         queue.setDelegate(delegate)
         for _ in 0..<50 {
             DispatchQueue.concurrentPerform(iterations: 4) { _ in
-                queue.add { task in DispatchQueue.global().async { task.finish() } }
+                queue.add(.init(timeout: nil)) { task in DispatchQueue.global().async { task.finish() } }
             }
             await queue.waitUntilIdle()
         }
@@ -76,7 +76,7 @@ struct ObservationTests {
         queue.setDelegate(second)
         release.signal()
         await queue.waitUntilIdle()
-        queue.add { $0.finish() }
+        queue.add(.init(timeout: nil)) { $0.finish() }
         await queue.waitUntilIdle()
         await mainActorDeliveries()
         #expect(first.calls.all == ["willStart"])
@@ -98,7 +98,7 @@ struct ObservationTests {
     @Test func listenersCostNothingUntilSubscribed() async {
         let (queue, _) = makeQueue()
         queue.suspend()
-        queue.add { $0.finish() }
+        queue.add(.init(timeout: nil)) { $0.finish() }
         // Only what the queue's observers need (none, unless a trait's backend is bootstrapped).
         #expect(queue.core.read { $0.observedEvents } == queue.core.observerEvents && queue.core.listenerCount == 0)
         queue.resume()
@@ -110,7 +110,7 @@ struct ObservationTests {
         #expect(queue.enqueuedCount == 0 && queue.executingCount == 0 && !queue.isBusy)
         let started = Signal()
         let first = queue.add(.init(timeout: nil)) { _ in started.signal() }
-        let second = queue.add { $0.finish() }
+        let second = queue.add(.init(timeout: nil)) { $0.finish() }
         await started.wait()
         #expect(queue.executingCount == 1)
         #expect(queue.enqueuedCount == 1)
@@ -131,7 +131,7 @@ struct ObservationTests {
             weakQueue = queue
             executing = queue.add(.init(timeout: nil)) { _ in started.signal() }
             await started.wait()
-            pending = (0..<3).map { _ in queue.add { $0.finish() } }
+            pending = (0..<3).map { _ in queue.add(.init(timeout: nil)) { $0.finish() } }
         }
         #expect(weakQueue == nil)
         for unit in pending {
@@ -159,7 +159,7 @@ struct BackgroundTimeTests {
     @Test func oneAssertionPerBusyPeriodBegunAndEndedInOrder() async {
         let (queue, provider) = makeQueue()
         for _ in 0..<5 {
-            let unit = queue.add { $0.finish() }
+            let unit = queue.add(.init(timeout: nil)) { $0.finish() }
             _ = await unit.outcome
             await queue.waitUntilIdle()
         }
@@ -187,7 +187,7 @@ struct BackgroundTimeTests {
             started.signal()
             await suspendUntilCancelled()
         }
-        let waiting = queue.add { $0.finish() }
+        let waiting = queue.add(.init(timeout: nil)) { $0.finish() }
         await started.wait()
         provider.expireAll()
         // Ended inside the handler: nothing is active right after `expireAll` returns.
@@ -208,7 +208,7 @@ struct BackgroundTimeTests {
         let (queue, provider) = makeQueue(maxConcurrentTasks: 1, expirationPolicy: .cancelPending)
         let started = Signal()
         let running = queue.add(.init(timeout: nil)) { _ in started.signal() }
-        let waiting = queue.add { $0.finish() }
+        let waiting = queue.add(.init(timeout: nil)) { $0.finish() }
         await started.wait()
         provider.expireAll()
         #expect(waiting.currentOutcome?.kind == .cancelled)
@@ -231,7 +231,7 @@ struct BackgroundTimeTests {
         await queue.waitUntilIdle()
         #expect(provider.unbalancedEndCount == 0)
         // The next busy period gets a new assertion.
-        let next = queue.add { $0.finish() }
+        let next = queue.add(.init(timeout: nil)) { $0.finish() }
         _ = await next.outcome
         await queue.waitUntilIdle()
         #expect(provider.log.count == 4)
@@ -302,7 +302,7 @@ struct BackgroundTimeTests {
     @Test func noopProviderKeepsCounts() async {
         let provider = NoopBackgroundTaskProvider()
         let queue = BackgroundQueue(backgroundTaskProvider: provider)
-        let unit = queue.add { $0.finish() }
+        let unit = queue.add(.init(timeout: nil)) { $0.finish() }
         _ = await unit.outcome
         await queue.waitUntilIdle()
         #expect(provider.beginCount == 1)

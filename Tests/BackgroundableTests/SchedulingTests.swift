@@ -102,7 +102,7 @@ struct SchedulingTests {
         #expect(queue.maxConcurrentTasks == 1)
         queue.setMaxConcurrentTasks(nil)
         #expect(queue.maxConcurrentTasks == nil)
-        let unit = queue.add { task in task.finish() }
+        let unit = queue.add(.init(timeout: nil)) { task in task.finish() }
         #expect(await unit.outcome.kind == .finished)
     }
 
@@ -127,7 +127,7 @@ struct SchedulingTests {
             ("low1", TaskPriority.low), ("mid1", .medium), ("high1", .high), ("low2", .low), ("high2", .high),
             ("bg", .background), ("none", nil),
         ] {
-            queue.add(.init(name: name, priority: priority)) { task in
+            queue.add(.init(name: name, timeout: nil, priority: priority)) { task in
                 order.append(name)
                 task.finish()
             }
@@ -142,7 +142,7 @@ struct SchedulingTests {
         queue.suspend()
         queue.suspend()
         queue.suspend()
-        let unit = queue.add { task in task.finish() }
+        let unit = queue.add(.init(timeout: nil)) { task in task.finish() }
         queue.resume()
         queue.resume()
         #expect(queue.isSuspended)
@@ -157,7 +157,7 @@ struct SchedulingTests {
         queue.resume()
         queue.suspend()
         #expect(queue.isSuspended)
-        let later = queue.add { task in task.finish() }
+        let later = queue.add(.init(timeout: nil)) { task in task.finish() }
         #expect(queue.enqueuedCount == 1)
         queue.resume()
         #expect(await later.outcome.kind == .finished)
@@ -196,7 +196,7 @@ struct SchedulingTests {
         let order = Recorder<Int>()
         queue.add(
             contentsOf: (0..<10).map { index in
-                AsyncTask { task in
+                AsyncTask(.init(timeout: nil)) { task in
                     order.append(index)
                     task.finish()
                 }

@@ -229,7 +229,7 @@ struct SingleFlightTests {
         let (operations, _) = makeOperationQueue()
         let (queue, _) = makeQueue()
         queue.suspend()
-        let unit = queue.add(.init(name: "sync", uniquenessPolicy: .join)) { $0.finish() }
+        let unit = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .join)) { $0.finish() }
         let gate = Signal()
         let live = AsyncOperation(name: "sync", timeout: .infinity) { operation in
             Task {

@@ -6,7 +6,7 @@ import Testing
 @Suite struct SmokeTests {
     @Test func callbackAndOperationUnitsFinish() async throws {
         let (queue, provider) = makeQueue()
-        let unit = queue.add { task in task.finish() }
+        let unit = queue.add(.init(timeout: nil)) { task in task.finish() }
         let handle = queue.add { 41 + 1 }
         #expect(await unit.outcome.kind == .finished)
         #expect(try await handle.value == 42)

@@ -146,7 +146,7 @@ struct TaskToOperationAdapterTests {
         let runningOperation = queue.addTask(running)
         await started.wait()
         queue.isSuspended = true
-        let pending = AsyncTask { $0.finish() }
+        let pending = AsyncTask(.init(timeout: nil)) { $0.finish() }
         let pendingOperation = queue.addTask(pending)
         queue.cancelAllOperations()
         queue.isSuspended = false

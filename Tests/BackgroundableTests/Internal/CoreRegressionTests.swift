@@ -197,12 +197,12 @@ struct CoreRegressionTests {
         let seen = Recorder<Int>()
         let units = (0..<3).lazy.map { _ in
             seen.append(queue.enqueuedCount)
-            return AsyncTask { $0.finish() }
+            return AsyncTask(.init(timeout: nil)) { $0.finish() }
         }
         queue.add(contentsOf: units)
         let group = (0..<2).lazy.map { _ in
             seen.append(queue.enqueuedCount)
-            return AsyncTask { $0.finish() }
+            return AsyncTask(.init(timeout: nil)) { $0.finish() }
         }
         queue.addSequence(group)
         #expect(seen.all == [0, 0, 0, 3, 3])
@@ -406,7 +406,7 @@ struct CoreRegressionTests {
         let events = queue.events
         // Keeps the queue busy, holding its background time, with nothing executing.
         let delayed = queue.add(.init(timeout: nil, notBefore: .after(.seconds(3600)))) { $0.finish() }
-        let probe = queue.add { $0.finish() }
+        let probe = queue.add(.init(timeout: nil)) { $0.finish() }
         _ = await probe.outcome
         // Waiting for a state, not for time: the drainer that started the probe stops.
         while queue.core.read({ $0.isDrainerScheduled }) { await Task.yield() }

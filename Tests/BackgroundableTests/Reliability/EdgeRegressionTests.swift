@@ -109,7 +109,7 @@ struct EdgeRegressionTests {
                 for _ in 0..<300 {
                     let unit: AsyncTask
                     if rng.chance(2) {
-                        unit = queue.add(.init(name: "hot", uniquenessPolicy: .replace)) { unit in
+                        unit = queue.add(.init(name: "hot", timeout: nil, uniquenessPolicy: .replace)) { unit in
                             running.enter()
                             for _ in 0..<50 { _ = unit.isCancelled }
                             running.leave()
@@ -177,7 +177,7 @@ struct EdgeRegressionTests {
         var events = queue.events.makeAsyncIterator()
         queue.suspend()
         let order = Recorder<String>()
-        let medium = queue.add(.init(priority: .medium)) { unit in
+        let medium = queue.add(.init(timeout: nil, priority: .medium)) { unit in
             order.append("medium")
             unit.finish()
         }
@@ -221,13 +221,13 @@ struct EdgeRegressionTests {
         let queue = BackgroundQueue(maxConcurrentTasks: 1, backgroundTaskProvider: NoopBackgroundTaskProvider())
         queue.suspend()
         let order = Recorder<String>()
-        let medium = queue.add(.init(priority: .medium)) { unit in
+        let medium = queue.add(.init(timeout: nil, priority: .medium)) { unit in
             order.append("medium")
             unit.finish()
         }
         // As behind a scheduled drainer: the next add waits in the inbox.
         #expect(queue.core.inbox.mirror(drainerScheduled: true))
-        let low = AsyncTask(.init(priority: .low)) { unit in
+        let low = AsyncTask(.init(timeout: nil, priority: .low)) { unit in
             order.append("low at \(Task.currentPriority >= .high ? "high" : "own")")
             unit.finish()
         }
@@ -284,7 +284,7 @@ struct EdgeRegressionTests {
         release.signal()
         _ = await live.outcome
         await queue.waitUntilIdle()
-        let marker = queue.add { $0.finish() }
+        let marker = queue.add(.init(timeout: nil)) { $0.finish() }
         let events = await log.collect(through: { event in
             event.kind == .ended && event.unit === marker
         })
@@ -314,7 +314,7 @@ struct EdgeRegressionTests {
         #expect(live.task.currentOutcome == nil, "a cancelled unit replaced nothing")
         release.signal()
         _ = await live.outcome
-        let marker = queue.add { $0.finish() }
+        let marker = queue.add(.init(timeout: nil)) { $0.finish() }
         let events = await log.collect(through: { event in
             event.kind == .ended && event.unit === marker
         })

@@ -127,9 +127,12 @@ struct MisuseTests {
     func anEndHookAddingAUnitOfItsNameMeetsTheEndingUnit(_ policy: UniquenessPolicy) async {
         let (queue, _) = makeQueue()
         let readded = Recorder<AsyncTask>()
-        let options = AsyncTask.Options(
+        var options = AsyncTask.Options(
             name: "sync",
-            onEnd: { _ in readded.append(queue.add(.init(name: "sync", uniquenessPolicy: policy)) { $0.finish() }) })
+            onEnd: { _ in
+                readded.append(queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: policy)) { $0.finish() })
+            })
+        options.timeout = nil
         let first = queue.add(options) { $0.finish() }
         #expect(await first.outcome.kind == .finished)
         // The hook runs before the queue forgets its unit: once idle, it has returned.
@@ -288,7 +291,7 @@ struct MisuseTests {
         queue.resume()
         queue.suspend()
         #expect(queue.isSuspended, "one suspend after extra resumes still suspends")
-        let unit = queue.add { $0.finish() }
+        let unit = queue.add(.init(timeout: nil)) { $0.finish() }
         #expect(queue.executingCount == 0 && unit.currentOutcome == nil)
         queue.resume()
         queue.resume()
