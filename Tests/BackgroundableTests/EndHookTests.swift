@@ -53,10 +53,11 @@ struct EndHookTests {
         let (queue, _) = makeQueue()
         let seen = Recorder<String>()
         let unit = Lock<AsyncTask?>(nil)
-        let options = AsyncTask.Options(onEnd: { outcome in
+        var options = AsyncTask.Options(onEnd: { outcome in
             let current = unit.withLock { $0 }?.currentOutcome
             seen.append("\(outcome) \(current.map { "\($0)" } ?? "nil") busy: \(queue.isBusy)")
         })
+        options.timeout = nil
         queue.suspend()
         unit.withLock { $0 = queue.add(options) { $0.finish() } }
         queue.resume()
