@@ -240,6 +240,56 @@ struct EndHookTests {
         #expect(ends.all == [.finished, .cancelled])
     }
 
+    /// A caller that reads the outcome once it is set, while the hook still runs on the
+    /// thread that ended the unit, hears it only after the hook returned: what
+    /// "before the callers awaiting its outcome resume" promises every caller, not only
+    /// those that were waiting already.
+    @Test func aCallerArrivingWhileTheHookRunsResumesAfterIt() async {
+        let log = Recorder<String>()
+        let entered = Signal()
+        let release = DispatchSemaphore(value: 0)
+        let unit = AsyncTask(
+            .init(
+                timeout: nil,
+                onEnd: { _ in
+                    entered.signal()
+                    // Bounded: without the rule, nobody releases it (the test then fails).
+                    _ = release.wait(timeout: .now() + 5)
+                    log.append("hook")
+                })
+        ) { _ in }
+        DispatchQueue.global().async { unit.cancel() }
+        await entered.wait()
+        #expect(unit.currentOutcome?.kind == .cancelled, "the outcome is set before the hook runs")
+        unit.whenEnded { _ in log.append("callback") }
+        // Registered, this caller lets the hook go on.
+        let outcome = await unit.outcome(awaitingBefore: { release.signal() })
+        log.append("awaiter")
+        #expect(outcome.kind == .cancelled)
+        #expect(log.all == ["hook", "callback", "awaiter"])
+    }
+
+    /// The same through a queue: a caller whose await returns finds the queue no longer
+    /// holding the unit, so a newcomer of its name is not dropped.
+    @Test func aCallerArrivingWhileTheHookRunsFindsTheQueueForgotTheUnit() async {
+        let (queue, _) = makeQueue()
+        let entered = Signal()
+        let release = DispatchSemaphore(value: 0)
+        var options = AsyncTask.Options(
+            name: "sync", uniquenessPolicy: .drop,
+            onEnd: { _ in
+                entered.signal()
+                _ = release.wait(timeout: .now() + 5)
+            })
+        options.timeout = nil
+        let unit = queue.add(options) { _ in }
+        DispatchQueue.global().async { unit.cancel() }
+        await entered.wait()
+        _ = await unit.outcome(awaitingBefore: { release.signal() })
+        let newcomer = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .drop)) { $0.finish() }
+        #expect(await newcomer.outcome.kind == .finished)
+    }
+
     @Test func unusedItCostsNoBox() {
         #expect(AsyncTask(.init(name: "plain", timeout: nil)) { $0.finish() }.extras == nil)
         #expect(AsyncTask(.init(onEnd: { _ in })) { $0.finish() }.extras?.onEnd != nil)

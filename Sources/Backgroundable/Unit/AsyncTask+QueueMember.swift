@@ -86,8 +86,8 @@ extension UnitState.Ending {
     /// (see ``AsyncTask/Options/onEnd``), the queue's metrics count the outcome, then the
     /// owning queue forgets the unit (so waiters see its slot free, and whoever waits for
     /// the queue to be idle sees every outcome counted and every end hook returned), then
-    /// the `Task` is cancelled, the parked body and the waiters are resumed, and
-    /// `onTimeout` runs.
+    /// the `Task` is cancelled, the parked body and the waiters are resumed (those that
+    /// came while this ran too), and `onTimeout` runs.
     func perform(for unit: AsyncTask) {
         let extras = unit.extras
         extras?.onEnd?(outcome)
@@ -111,16 +111,11 @@ extension UnitState.Ending {
         parkedBody?.resume()
         var awaiting = 0
         for waiter in waiters {
-            switch waiter {
-            case .continuation(let continuation, _):
-                awaiting += 1
-                continuation.resume(returning: outcome)
-            case .callback(let callback): callback(outcome)
-            case .observer(let observer): observer.unitEnded(outcome)
-            case .joiners(let group): group.primaryEnded(outcome, value: unit.returnedValue)
-            case .bodyReturn: break  // Handed to the queue above.
-            }
+            if waiter.isAwaiting { awaiting += 1 }
+            tell(waiter, unit)
         }
+        // The waiters that came while this ran (they do not count for shared work).
+        for waiter in unit.state.withLock({ $0.endingPerformed() }) { tell(waiter, unit) }
         if let joined, joined.leave(unit, awaiting: awaiting) {
             // The last awaiting caller of the shared work cancelled this one.
             joined.primary?.cancel()
@@ -129,6 +124,16 @@ extension UnitState.Ending {
             // At the priority of the queue's timer: a pool busy with other units must not
             // hold back the one callback that reports a timeout.
             Task.detached(priority: .high) { await onTimeout(unit) }
+        }
+    }
+
+    private func tell(_ waiter: UnitState.Waiter, _ unit: AsyncTask) {
+        switch waiter {
+        case .continuation(let continuation, _): continuation.resume(returning: outcome)
+        case .callback(let callback): callback(outcome)
+        case .observer(let observer): observer.unitEnded(outcome)
+        case .joiners(let group): group.primaryEnded(outcome, value: unit.returnedValue)
+        case .bodyReturn: break  // Handed to the queue above.
         }
     }
 }

@@ -339,7 +339,10 @@ public final class AsyncTask: Sendable {
 
     /// Waits for the unit's outcome.
     ///
-    /// Suspends until the unit ends; returns at once if it already has. Cancelling the
+    /// Suspends until the unit ends; returns at once if it already has. When it returns,
+    /// the unit's end hook (``Options/onEnd``) has returned and the ``BackgroundQueue``
+    /// it was added to no longer holds it, even for a caller that comes while the end is
+    /// still being performed on another thread (it waits for that, without blocking). Cancelling the
     /// awaiting task cancels the unit (which then ends with ``Outcome/cancelled``
     /// unless it had already ended) — except when other tasks await the work it shares
     /// (``UniquenessPolicy/join``): then this await alone returns ``Outcome/cancelled``,
@@ -489,7 +492,7 @@ public final class AsyncTask: Sendable {
     /// `nil` when `finish()` ended the unit before its body returned.
     var returnedValue: Boxed<any Sendable>? {
         state.withLock {
-            if case .ended(_, let value, _) = $0.phase { value } else { nil }
+            if case .ended(_, let value, _, _) = $0.phase { value } else { nil }
         }
     }
 }

@@ -30,7 +30,12 @@ struct UnitState {
         case joined(JoinGroup)
         /// `value` is what an async-style body returned. Boxed: inline, the existential
         /// would make the phase larger and every copy of it a runtime call.
-        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?, Attempts)
+        /// `performing`: the unit's ``Ending`` is being performed; a waiter that comes
+        /// meanwhile waits for it (see ``UnitState/endingPerformed()``), so that nobody
+        /// hears the outcome before the end hook returned and the queue forgot the unit.
+        /// (Here rather than a stored property of the state, where one more field makes
+        /// every unit's state be copied on its add.)
+        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?, Attempts, performing: Bool)
     }
 
     /// The work of a unit that has not run it yet: what leaves the state when the unit
@@ -130,7 +135,7 @@ struct UnitState {
     }
 
     var outcome: AsyncTask.Outcome? {
-        if case .ended(let outcome, _, _) = phase { outcome } else { nil }
+        if case .ended(let outcome, _, _, _) = phase { outcome } else { nil }
     }
 
     /// The shared work this unit takes part in: the group of the units that joined it,
@@ -147,15 +152,15 @@ struct UnitState {
         case .created, .enqueued, .launching, .joined: 0
         case .executing(_, .retried(let record)), .retrying(_, let record, _): record.count
         case .executing: 1
-        case .ended(_, _, let attempts): attempts.count
+        case .ended(_, _, let attempts, _): attempts.count
         }
     }
 
     /// The error of the last failed attempt, if one failed.
     var lastError: (any Error)? {
         switch phase {
-        case .ended(.failed(let error), _, _): error
-        case .executing(_, .retried(let record)), .retrying(_, let record, _), .ended(_, _, .more(let record)):
+        case .ended(.failed(let error), _, _, _): error
+        case .executing(_, .retried(let record)), .retrying(_, let record, _), .ended(_, _, .more(let record), _):
             record.lastError
         default: nil
         }
@@ -397,7 +402,7 @@ struct UnitState {
     /// no other waiter.
     private mutating func takeBodyGate() -> ReplacementGate? {
         guard case .bodyReturn(let gate)? = waiters.first else { return nil }
-        waiters = []
+        waiters.removeFirst()
         return gate
     }
 
@@ -412,8 +417,15 @@ struct UnitState {
 
     /// Registers a waiter, or returns the outcome when the unit has already ended. An
     /// awaiting task counts as an interested caller of the shared work, if any.
+    /// While the unit's ending is being performed, the waiter waits for it: it hears
+    /// the outcome after the end hook returned and the queue forgot the unit, as the
+    /// waiters that came before the end do.
     mutating func wait(_ waiter: Waiter) -> AsyncTask.Outcome? {
-        if let outcome { return outcome }
+        if case .ended(let outcome, _, _, let performing) = phase {
+            guard performing else { return outcome }
+            waiters.append(waiter)
+            return nil
+        }
         waiters.append(waiter)
         if waiter.isAwaiting { sharedWork?.addAwaiters(1) }
         return nil
@@ -464,7 +476,7 @@ struct UnitState {
     /// join (counting the tasks awaiting this unit so far), or this unit's outcome and
     /// value when it has ended already.
     mutating func shareWork(of unit: AsyncTask) -> Sharing {
-        if case .ended(let outcome, let value, _) = phase { return .ended(outcome, value: value) }
+        if case .ended(let outcome, let value, _, _) = phase { return .ended(outcome, value: value) }
         if case .joiners(let group)? = waiters.first { return .group(group) }
         let group = JoinGroup(primary: unit, awaiting: waiters.count(where: \.isAwaiting))
         waiters.insert(.joiners(group), at: 0)
@@ -619,7 +631,7 @@ struct UnitState {
         task: Task<Void, Never>? = nil, parkedBody: Continuation<Void>? = nil, joined: JoinGroup? = nil
     ) -> Ending {
         let work = unrunWork
-        phase = .ended(outcome, value: value, attempts)
+        phase = .ended(outcome, value: value, attempts, performing: true)
         let waiters = self.waiters
         self.waiters = []
         // The ending tells the queue; the unit lets it go, so that a caller holding an
@@ -629,5 +641,24 @@ struct UnitState {
         return Ending(
             outcome: outcome, queue: queue, handle: handle, task: task,
             parkedBody: parkedBody, waiters: waiters, joined: joined, unrunWork: work)
+    }
+
+    /// The unit's ``Ending`` was performed: returns the waiters that came meanwhile, to
+    /// be told the outcome now. (The gate of a body that still runs stays.)
+    mutating func endingPerformed() -> [Waiter] {
+        if case .ended(let outcome, let value, let attempts, performing: true) = phase {
+            phase = .ended(outcome, value: value, attempts, performing: false)
+        }
+        guard !waiters.isEmpty, waiters.contains(where: { $0.isLate }) else { return [] }
+        let late = waiters.filter { $0.isLate }
+        waiters.removeAll { $0.isLate }
+        return late
+    }
+}
+
+extension UnitState.Waiter {
+    /// A waiter that came while the ending was performed (anything but a body's gate).
+    fileprivate var isLate: Bool {
+        if case .bodyReturn = self { false } else { true }
     }
 }
