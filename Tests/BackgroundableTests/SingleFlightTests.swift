@@ -58,6 +58,31 @@ struct SingleFlightTests {
         #expect(joined == [ObjectIdentifier(second.task), ObjectIdentifier(third.task)])
     }
 
+    /// A unit that joins while the live unit's end is being performed (its end hook
+    /// runs on the thread that finished it) ends with that outcome once the end was
+    /// performed, as the callers that joined before do: never ahead of the hook.
+    @Test func aUnitJoiningWhileTheLiveUnitsEndIsPerformedEndsAfterIt() async {
+        let (queue, _) = makeQueue()
+        let started = Signal()
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var options = AsyncTask.Options(name: "refresh", uniquenessPolicy: .join)
+        options.timeout = nil
+        options.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        let primary = queue.add(options) { _ in started.signal() }
+        await started.wait()
+        Thread { primary.finish() }.start()
+        await inEndHook.wait()
+        let joiner = queue.add(.init(name: "refresh", timeout: nil, uniquenessPolicy: .join)) { $0.finish() }
+        #expect(joiner.currentOutcome == nil, "it ended before the live unit's end hook returned")
+        leave.signal()
+        #expect(await joiner.outcome.kind == .finished)
+        #expect(await primary.outcome.kind == .finished)
+    }
+
     @Test func withNoLiveUnitTheUnitIsAddedAndLaterOnesJoinIt() async throws {
         let (queue, _) = makeQueue()
         #expect(try await queue.run(join) { 7 } == 7)

@@ -474,9 +474,17 @@ struct UnitState {
 
     /// Another unit joins this one (`unit`): the group of its joiners, made on the first
     /// join (counting the tasks awaiting this unit so far), or this unit's outcome and
-    /// value when it has ended already.
+    /// value when it has ended already. While its end is being performed, a joiner waits
+    /// for that, as an awaiting caller does (a group of late joiners, told by
+    /// ``endingPerformed()``).
     mutating func shareWork(of unit: AsyncTask) -> Sharing {
-        if case .ended(let outcome, let value, _, _) = phase { return .ended(outcome, value: value) }
+        if case .ended(let outcome, let value, _, let performing) = phase {
+            guard performing else { return .ended(outcome, value: value) }
+            for case .joiners(let late) in waiters { return .group(late) }
+            let late = JoinGroup(primary: unit, awaiting: 0)
+            waiters.append(.joiners(late))
+            return .group(late)
+        }
         if case .joiners(let group)? = waiters.first { return .group(group) }
         let group = JoinGroup(primary: unit, awaiting: waiters.count(where: \.isAwaiting))
         waiters.insert(.joiners(group), at: 0)
