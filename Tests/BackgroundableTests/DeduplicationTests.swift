@@ -252,6 +252,48 @@ struct DeduplicationTests {
         #expect(!overlapped.isSignalled, "Y's body ran while X's, cancelled as Y replaced it, still ran")
     }
 
+    /// The queue's own cancellations free the name in the step that decides them, long
+    /// before the unit has left (its end hook runs first): a newcomer added in between
+    /// still waits for the body, which ignores its cancellation.
+    @Test(arguments: ["cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)"])
+    func aNewcomerAddedWhileTheQueueCancelsANamedUnitWaitsForItsBody(how: String) async throws {
+        let (queue, _) = makeQueue()
+        let xStarted = Signal()
+        let releaseX = Signal()
+        let xReturned = Signal()
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var options = AsyncTask.Options(name: "n", lane: "l")
+        options.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        let x = queue.add(options) {
+            xStarted.signal()
+            await releaseX.wait()  // not cancellable: the body ignores its cancellation
+            xReturned.signal()
+        }
+        await xStarted.wait()
+        Thread {
+            switch how {
+            case "cancelAll()": queue.cancelAll()
+            case "cancelAll(named:)": queue.cancelAll(named: "n")
+            default: queue.cancelAll(inLane: "l")
+            }
+        }.start()
+        await inEndHook.wait()
+        let overlapped = Signal()
+        let y = queue.add(.init(name: "n", uniquenessPolicy: .drop)) {
+            if !xReturned.isSignalled { overlapped.signal() }
+        }
+        #expect(waitsBehindAClosedGate(y.task))
+        leave.signal()
+        releaseX.signal()
+        _ = try await y.value
+        #expect(await x.outcome.kind == .cancelled)
+        #expect(!overlapped.isSignalled, "Y's body ran while X's, which \(how) cancelled, still ran")
+    }
+
     @Test func deduplicationIsPerQueue() async {
         let (first, _) = makeQueue()
         let (second, _) = makeQueue()

@@ -20,7 +20,9 @@ protocol QueueMember: AnyObject, Sendable {
     /// decision and the rest of that transition. Takes the member's own lock (always
     /// after the queue's) and calls no caller code: what remains is in the result. A
     /// replaced member whose body runs counts on `gate`, made on first use, which the
-    /// newcomer that replaced it waits on.
+    /// newcomer that replaced it waits on; a member ended (``QueueDecision/end(_:)``)
+    /// while its body runs hands out the gate that body opens, for later members of its
+    /// name.
     func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision
     /// Under the queue's lock: the member, just added, runs its work only once `gates`
     /// opened (see ``ReplacementGate``); a second call adds to the gates of the first.
@@ -30,7 +32,8 @@ protocol QueueMember: AnyObject, Sendable {
 /// A decision of a queue about one member, settled under the queue's lock (see
 /// ``QueueMember/settle(_:gate:)``).
 enum QueueDecision {
-    /// End it with this outcome: rejected at its add, or expired as it would start.
+    /// End it with this outcome: rejected at its add, expired as it would start, or
+    /// ended by the queue (a timeout, a cancellation) while it counted for its name.
     case end(AsyncTask.Outcome)
     /// It joins `primary`'s work (``UniquenessPolicy/join``).
     case join(primary: any QueueMember)

@@ -179,6 +179,12 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 let result = member.settle(.join(primary: primary), gate: &noGate)
                 settled.append(result.remainder)
                 if !result.applied { machine.correctEvent(of: member, admitted: false, outcome: nil) }
+            case .end(let member, let outcome, named: true):
+                // Its name is free from now on: a body it leaves running holds back the
+                // newcomers of its name from this same step.
+                var body: ReplacementGate?
+                settled.append(member.settle(.end(outcome), gate: &body).remainder)
+                if let body, let name = member.memberName { lingering.add(body, named: name) }
             case .replace(let member, let newcomer):
                 if replacing?.newcomer !== newcomer {
                     holdBackNewcomer()
@@ -267,14 +273,14 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             switch action {
             case .start(let member, let priority):
                 member.startFromQueue(priority: priority)
-            case .end(let member, let outcome):
+            case .end(let member, let outcome, named: false):
                 member.endFromQueue(outcome)
             case .reject(let member, let outcome, reported: false):
                 member.endFromQueue(outcome)
             case .join(let member, let primary, reported: false):
                 var noGate: ReplacementGate?
                 member.settle(.join(primary: primary), gate: &noGate).remainder.perform()
-            case .reject, .join, .replace:
+            case .end, .reject, .join, .replace:
                 break  // Settled under the lock; what remained was performed first.
             case .sampleProgress(let members):
                 let samples = members.map { ($0.0, $0.1.reportedProgress ?? 0) }

@@ -30,7 +30,16 @@ extension AsyncTask: QueueMember {
     func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision {
         switch decision {
         case .end(let outcome):
-            let result = state.withLock { state in (ending: state.end(outcome), outcome: state.outcome) }
+            let named = name != nil
+            var result = state.withLock { state in
+                (ending: state.end(outcome, named: named), outcome: state.outcome)
+            }
+            // A body it leaves running: its gate goes to the queue now, under its lock,
+            // instead of with the unit's end (``UnitState/Ending/perform(for:)``).
+            if case .bodyReturn(let body)? = result.ending?.waiters.last {
+                gate = body
+                result.ending?.waiters.removeLast()
+            }
             return settled(result.ending, result.outcome)
         case .replace:
             let result = state.withLock { state in (ending: state.replace(gate: &gate), outcome: state.outcome) }

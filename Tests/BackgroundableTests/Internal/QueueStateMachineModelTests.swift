@@ -354,7 +354,7 @@ struct MachineHarness {
             case .spawnDrainer:
                 if drainerPending { reference.problems.append("two drainers") }
                 drainerPending = true
-            case .end(let member, let outcome):
+            case .end(let member, let outcome, _):
                 reference.endRequested(member.id, outcome.kind)
             case .replace(let member, _):
                 reference.endRequested(member.id, .replaced)
@@ -369,7 +369,7 @@ struct MachineHarness {
         }
         for action in actions {
             switch action {
-            case .end(let member, let outcome):
+            case .end(let member, let outcome, _):
                 end(member.id, outcome)
             case .replace(let member, _):
                 end(member.id, .replaced)

@@ -80,22 +80,24 @@ struct NameIndex {
         groups[name] = group
     }
 
-    /// `slot` no longer counts for its name (if it had one).
-    mutating func remove(_ slot: Int32) {
-        guard Int(slot) < links.count else { return }
+    /// `slot` no longer counts for its name (if it had one): `true` when it counted.
+    @discardableResult
+    mutating func remove(_ slot: Int32) -> Bool {
+        guard Int(slot) < links.count else { return false }
         let link = links[Int(slot)]
-        guard let name = link.name else { return }
+        guard let name = link.name else { return false }
         links[Int(slot)] = Link()
         if link.previous >= 0 { links[Int(link.previous)].next = link.next }
         if link.next >= 0 { links[Int(link.next)].previous = link.previous }
         guard var group = groups[name], group.count > 1 else {
             groups[name] = nil
-            return
+            return true
         }
         group.count -= 1
         if group.first == slot { group.first = link.next }
         if group.last == slot { group.last = link.previous }
         groups[name] = group
+        return true
     }
 
     /// Forgets every name (the queue is idle: every member left, so every link is

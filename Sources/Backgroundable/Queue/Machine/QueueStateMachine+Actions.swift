@@ -28,8 +28,11 @@ extension QueueStateMachine {
         /// or higher when it was escalated while it waited).
         case start(Member, priority: UInt8)
         /// End the member with this outcome; its ``memberEnded(_:_:actions:)`` follows
-        /// (with this outcome, or the one it reached first).
-        case end(Member, AsyncTask.Outcome)
+        /// (with this outcome, or the one it reached first). A member that counted for its
+        /// name (`named`) is settled under the lock: the name is free for newcomers from
+        /// this transition on, so a body it leaves running must be known to them in the
+        /// same step (see ``LingeringBodies``).
+        case end(Member, AsyncTask.Outcome, named: Bool)
         /// The newcomer `by` replaced the member (``UniquenessPolicy/replace``): end it
         /// ``AsyncTask/Outcome/replaced``, atomically with the newcomer's add (the storage
         /// settles it under the lock), and start the newcomer's work only once the
@@ -67,8 +70,9 @@ extension QueueStateMachine {
         private var more: [Action] = []
         /// Whether the transition made its caller the deliverer (``Action/deliver``).
         private(set) var delivers = false
-        /// Whether an action must be settled under the lock (``Action/replace(_:by:)``,
-        /// ``Action/reject(_:_:)``, ``Action/join(_:primary:)``).
+        /// Whether an action must be settled under the lock (``Action/replace(_:by:)``, a
+        /// named ``Action/end(_:_:named:)``, ``Action/reject(_:_:reported:)``,
+        /// ``Action/join(_:primary:reported:)``).
         private(set) var needsSettling = false
 
         init() {}
@@ -92,7 +96,8 @@ extension QueueStateMachine {
         mutating func append(_ action: Action) {
             switch action {
             case .deliver: delivers = true
-            case .replace, .reject(_, _, reported: true), .join(_, _, reported: true): needsSettling = true
+            case .replace, .end(_, _, named: true), .reject(_, _, reported: true), .join(_, _, reported: true):
+                needsSettling = true
             default: break
             }
             if inline.0 == nil {

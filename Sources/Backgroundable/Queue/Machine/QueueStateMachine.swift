@@ -433,12 +433,12 @@ struct QueueStateMachine<Member: AnyObject> {
     ) {
         guard !records[Int(slot)].isEnding else { return }
         records[Int(slot)].isEnding = true
-        names.remove(slot)
+        let named = names.remove(slot)
         let member = records[Int(slot)].member!
         if let newcomer {
             actions.append(.replace(member, by: newcomer))
         } else {
-            actions.append(.end(member, outcome))
+            actions.append(.end(member, outcome, named: named))
         }
     }
 
