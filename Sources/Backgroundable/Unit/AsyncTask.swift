@@ -359,10 +359,9 @@ public final class AsyncTask: Sendable {
     /// ``outcome``, with `action` run right after the awaiting task registered (before it
     /// suspends): ``BackgroundQueue/run(_:_:)`` adds its unit there.
     func outcome(awaitingBefore action: () -> Void) async -> Outcome {
-        if isAwaitedByItsOwnBody {
-            cancel()
-            return currentOutcome ?? .cancelled
-        }
+        // Its own body: cancelled, unless another thread ended it first; then the await
+        // below waits for that end to be performed (it returns at once once it was).
+        if isAwaitedByItsOwnBody, let outcome = end(.cancelled) { return outcome }
         let taskID = Self.currentTaskID()
         return await withTaskCancellationHandler {
             // Resumed exactly once: either right here, when the unit has already ended,
