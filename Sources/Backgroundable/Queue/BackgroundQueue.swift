@@ -312,6 +312,9 @@ public actor BackgroundQueue {
     /// of its lane), and no unit of the lane starts in between. Every unit it cancels
     /// has ended, and left the queue, when this returns. Does not suspend; callable from
     /// any thread or actor. Units of other lanes and of the same name elsewhere run on.
+    /// As with ``cancelAll()``, a unit that reached another outcome on another thread
+    /// just before keeps it and leaves when that thread has told the queue; the count
+    /// includes it (the queue still held it).
     @discardableResult
     public nonisolated func cancelAll(inLane lane: any Hashable & Sendable) -> Int {
         let key = LaneKey(lane)
