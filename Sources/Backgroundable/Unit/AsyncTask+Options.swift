@@ -93,11 +93,17 @@ extension AsyncTask {
         /// - It runs after the outcome is set (``AsyncTask/currentOutcome`` reads it), and
         ///   before anything else the end does: before the unit's queue forgets it (so a
         ///   queue is never idle while the hook of a unit it held runs), before its `Task`
-        ///   is cancelled, and before the callers awaiting its outcome resume. The unit's
-        ///   name is still taken meanwhile: a unit of the same name that the hook adds to
-        ///   the same queue meets it — ``UniquenessPolicy/drop`` drops the newcomer,
-        ///   ``UniquenessPolicy/join`` ends it with this outcome — so re-add work with
-        ///   ``UniquenessPolicy/replace`` or ``UniquenessPolicy/ignore``.
+        ///   is cancelled, and before the callers awaiting its outcome resume (also those
+        ///   that come while it runs). One exception: a unit whose timeout is zero or less
+        ///   expires as it would start, and its queue lets it go in that step (its
+        ///   successor in a lane or sequence may start at once); its hook runs just after.
+        /// - A unit that ended by itself (``AsyncTask/finish()``, ``AsyncTask/cancel()``,
+        ///   its body's return) still holds its name meanwhile: a unit of the same name
+        ///   that the hook adds to the same queue meets it — ``UniquenessPolicy/drop``
+        ///   drops the newcomer, ``UniquenessPolicy/join`` ends it with this outcome — so
+        ///   re-add work with ``UniquenessPolicy/replace`` or ``UniquenessPolicy/ignore``.
+        ///   A unit its queue ended (a timeout, a `cancelAll`, a replacement) gave its name
+        ///   up in that step; a newcomer of the name waits for a body that still runs.
         /// - A unit released without ever being added to a queue (or started by a front
         ///   end) never ran: it runs the hook with ``Outcome/cancelled`` as it is
         ///   deinitialised, on the thread that released it.
