@@ -218,45 +218,12 @@ struct DeduplicationTests {
         #expect(!overlapped.isSignalled, "Y's body ran while X's, which was \(how), still ran")
     }
 
-    @Test func aReplacementAddedWhileACancelledUnitLeavesWaitsForItsBody() async throws {
-        let (queue, _) = makeQueue()
-        let xStarted = Signal()
-        let releaseX = Signal()
-        let xReturned = Signal()
-        let inEndHook = Signal()
-        let leave = DispatchSemaphore(value: 0)
-        var options = AsyncTask.Options(name: "n")
-        options.onEnd = { _ in
-            inEndHook.signal()
-            leave.wait()  // A thread of the test's own, never a cooperative one.
-        }
-        let x = queue.add(options) {
-            xStarted.signal()
-            await releaseX.wait()  // not cancellable: the body ignores its cancellation
-            xReturned.signal()
-        }
-        await xStarted.wait()
-        // The end hook runs before the unit leaves the queue: X has ended, and is still
-        // live there, when Y replaces it.
-        Thread { x.task.cancel() }.start()
-        await inEndHook.wait()
-        let overlapped = Signal()
-        let y = queue.add(.init(name: "n", uniquenessPolicy: .replace)) {
-            if !xReturned.isSignalled { overlapped.signal() }
-        }
-        #expect(waitsBehindAClosedGate(y.task))
-        leave.signal()
-        releaseX.signal()
-        _ = try await y.value
-        #expect(await x.outcome.kind == .cancelled)
-        #expect(!overlapped.isSignalled, "Y's body ran while X's, cancelled as Y replaced it, still ran")
-    }
-
-    /// The queue's own cancellations free the name in the step that decides them, long
-    /// before the unit has left (its end hook runs first): a newcomer added in between
-    /// still waits for the body, which ignores its cancellation.
-    @Test(arguments: ["cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)"])
-    func aNewcomerAddedWhileTheQueueCancelsANamedUnitWaitsForItsBody(how: String) async throws {
+    /// X's end hook runs before X leaves the queue, and Y is added meanwhile. Cancelled
+    /// by itself, X still holds its name there, and Y replaces it; cancelled by its
+    /// queue, X gave its name up in that step, and Y (`.drop`) is admitted. Either way Y
+    /// waits for X's body, which ignores its cancellation.
+    @Test(arguments: ["cancel()", "cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)"])
+    func aNewcomerAddedWhileACancelledUnitLeavesWaitsForItsBody(how: String) async throws {
         let (queue, _) = makeQueue()
         let xStarted = Signal()
         let releaseX = Signal()
@@ -276,6 +243,7 @@ struct DeduplicationTests {
         await xStarted.wait()
         Thread {
             switch how {
+            case "cancel()": x.task.cancel()
             case "cancelAll()": queue.cancelAll()
             case "cancelAll(named:)": queue.cancelAll(named: "n")
             default: queue.cancelAll(inLane: "l")
@@ -283,7 +251,8 @@ struct DeduplicationTests {
         }.start()
         await inEndHook.wait()
         let overlapped = Signal()
-        let y = queue.add(.init(name: "n", uniquenessPolicy: .drop)) {
+        let policy: UniquenessPolicy = how == "cancel()" ? .replace : .drop
+        let y = queue.add(.init(name: "n", uniquenessPolicy: policy)) {
             if !xReturned.isSignalled { overlapped.signal() }
         }
         #expect(waitsBehindAClosedGate(y.task))
@@ -291,7 +260,7 @@ struct DeduplicationTests {
         releaseX.signal()
         _ = try await y.value
         #expect(await x.outcome.kind == .cancelled)
-        #expect(!overlapped.isSignalled, "Y's body ran while X's, which \(how) cancelled, still ran")
+        #expect(!overlapped.isSignalled, "Y's body ran while X's, ended by \(how), still ran")
     }
 
     @Test func deduplicationIsPerQueue() async {
