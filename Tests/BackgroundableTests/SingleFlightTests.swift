@@ -83,6 +83,17 @@ struct SingleFlightTests {
         #expect(await primary.outcome.kind == .finished)
     }
 
+    /// A unit that can no longer join (cancelled before it was added) leaves the live
+    /// unit's work its own: cancelling one of that unit's awaiting callers still cancels
+    /// it, as for any unit that shares nothing.
+    @Test func aJoinThatCannotTakePlaceLeavesTheWorkUnshared() {
+        let primary = AsyncTask(.init(name: "refresh", timeout: nil, uniquenessPolicy: .join)) { _ in }
+        let late = AsyncTask(.init(name: "refresh", timeout: nil, uniquenessPolicy: .join)) { $0.finish() }
+        late.cancel()
+        #expect(!late.join(primary, claimed: false))
+        #expect(primary.state.withLock { $0.sharedWork } == nil)
+    }
+
     @Test func withNoLiveUnitTheUnitIsAddedAndLaterOnesJoinIt() async throws {
         let (queue, _) = makeQueue()
         #expect(try await queue.run(join) { 7 } == 7)

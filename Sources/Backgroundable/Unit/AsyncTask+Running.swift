@@ -213,6 +213,10 @@ extension AsyncTask {
     /// The transitions of ``join(_:claimed:)``, with nothing performed yet (see
     /// ``UnitState/Joining``); `nil` when the unit could not join.
     func joining(_ primary: AsyncTask, claimed: Bool) -> UnitState.Joining? {
+        // A unit that can no longer join (it ended, say cancelled while it waited to be
+        // added) leaves the primary's work its own: sharing it would change what
+        // cancelling one of the primary's awaiting callers does.
+        guard state.withLock({ $0.isWaitingToBeAdded(claimed: claimed) }) else { return nil }
         switch primary.state.withLock({ $0.shareWork(of: primary) }) {
         case .group(let group):
             return state.withLock { $0.join(group, as: self, claimed: claimed) }

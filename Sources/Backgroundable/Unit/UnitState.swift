@@ -457,8 +457,8 @@ struct UnitState {
     }
 
     /// Claimed by the queue that is adding it (`claimed`), or created (the unit of an
-    /// ``AsyncOperation``, which Foundation starts).
-    private func isWaitingToBeAdded(claimed: Bool) -> Bool {
+    /// ``AsyncOperation``, which Foundation starts): it may still join another unit.
+    func isWaitingToBeAdded(claimed: Bool) -> Bool {
         switch phase {
         case .enqueued: claimed
         case .created: !claimed
