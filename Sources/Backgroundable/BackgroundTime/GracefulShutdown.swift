@@ -264,7 +264,8 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     ///
     /// Without a request it returns ``ShutdownReport/Ending/idle`` as soon as every queue
     /// is idle. With one, the queues stop accepting work and it returns
-    /// ``ShutdownReport/Ending/drained`` when they went idle within the grace period,
+    /// ``ShutdownReport/Ending/drained`` when they went idle within the grace period (or
+    /// are idle already when it has ended, or a second request came, before the drain),
     /// or goes on with the expiration and returns ``ShutdownReport/Ending/expired(_:)`` once
     /// the cancelled work returned or the cancellation period ended. Every event of the
     /// queues has been delivered to their listeners when it returns.
@@ -292,6 +293,13 @@ public final class GracefulShutdown: BackgroundTaskProvider {
         let gracePeriodEnds: @Sendable () async -> Void = { try? await Task.sleep(until: deadline, clock: .continuous) }
         let hurry: @Sendable () async -> Void = { await self.hurried.wait() }
         if await firstToReturn([idle, gracePeriodEnds, hurry]) == 0 || Task.isCancelled {
+            return report(.drained, request: request, queues)
+        }
+        // The grace period had ended, or a second request had come, by the time the
+        // queues were idle (a drain called late, two requests before it): nothing is
+        // left to expire, and they drained.
+        if !queues.contains(where: \.isBusy) {
+            await idle()
             return report(.drained, request: request, queues)
         }
         return await expire(queues, request: request)

@@ -103,6 +103,21 @@ struct GracefulShutdownTests {
         #expect(report.description.contains("second request"))
     }
 
+    /// Queues that are idle drained, even when the grace period has already ended or a
+    /// second request already came when the drain begins (both waits then return at
+    /// once, and which one first is a race): nothing is expired.
+    @Test(arguments: [false, true])
+    func idleQueuesDrainWhenTheGracePeriodEndedBeforeTheDrain(secondRequest: Bool) async {
+        for _ in 0..<50 {
+            let shutdown = GracefulShutdown(gracePeriod: secondRequest ? .seconds(3_600) : .zero)
+            let queue = BackgroundQueue(name: "idle", backgroundTaskProvider: shutdown)
+            shutdown.requestShutdown()
+            if secondRequest { shutdown.requestShutdown() }
+            let report = await shutdown.drain(queue)
+            #expect(report.ending == .drained && report.isComplete, "\(report)")
+        }
+    }
+
     @Test func theCancellationPeriodBoundsTheWaitForWorkThatIgnoresCancellation() async {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .milliseconds(50))
         let queue = BackgroundQueue(name: "stubborn", backgroundTaskProvider: shutdown)
