@@ -78,6 +78,16 @@ public final class DurableQueue: Sendable {
         var held: [DurableJobID: Held] = [:]
         /// A graceful shutdown began (`ServiceLifecycle` trait): claim nothing more.
         var isDraining = false
+        /// Claims on their way from the store, and the jobs removed meanwhile that this
+        /// queue did not hold: such a claim may hand one out, and it must not start.
+        /// Emptied whenever no claim is on its way, so it stays as small as they are few.
+        var claimsInFlight = 0
+        var removedDuringClaims: Set<DurableJobID> = []
+
+        mutating func claimEnded() {
+            claimsInFlight -= 1
+            if claimsInFlight == 0 { removedDuringClaims = [] }
+        }
     }
 
     private let state = Lock(State())
@@ -258,9 +268,8 @@ public final class DurableQueue: Sendable {
                 var nextDue: Date?
                 do {
                     if free > 0, !kinds.isEmpty {
-                        claimed = try await store.claim(kinds: kinds, limit: free, lease: lease)
+                        claimed = try await claimAndStart(kinds: kinds, limit: free, in: &group)
                     }
-                    for job in claimed { start(job, in: &group) }
                     if free > 0, claimed.count == free { continue }  // more may be due
                     nextDue = kinds.isEmpty ? nil : try await store.nextDueDate(kinds: kinds)
                 } catch {
@@ -279,6 +288,19 @@ public final class DurableQueue: Sendable {
         }
     }
 
+    /// Claims up to `limit` jobs and starts them. A job removed (``cancel(_:)``, a
+    /// replace) while the claim was on its way found nothing to cancel here: the claim
+    /// may still hand it out, and it is not started.
+    private func claimAndStart(
+        kinds: Set<String>, limit: Int, in group: inout DiscardingTaskGroup
+    ) async throws -> [DurableJobRecord] {
+        state.withLock { $0.claimsInFlight += 1 }
+        defer { state.withLock { $0.claimEnded() } }
+        let claimed = try await store.claim(kinds: kinds, limit: limit, lease: lease)
+        for job in claimed { start(job, in: &group) }
+        return claimed
+    }
+
     private func start(_ job: DurableJobRecord, in group: inout DiscardingTaskGroup) {
         enum Decision {
             case run(Handler)
@@ -286,6 +308,8 @@ public final class DurableQueue: Sendable {
             case giveBack
         }
         let decision: Decision = state.withLock { state in
+            // Removed from the store while its claim was on its way (it is gone there).
+            if state.removedDuringClaims.remove(job.id) != nil { return .skip }
             if let held = state.held[job.id] {
                 // Claimed again while this queue holds it: its lease ran out while its unit
                 // ran (the renewals failed), and the run here goes on under the new lease;
@@ -416,6 +440,10 @@ public final class DurableQueue: Sendable {
 
     private func cancelRunning(_ id: DurableJobID) {
         let unit = state.withLock { state -> AsyncTask? in
+            guard state.held[id] != nil else {
+                if state.claimsInFlight > 0 { state.removedDuringClaims.insert(id) }
+                return nil
+            }
             state.held[id]?.isRemoved = true
             state.held[id]?.reclaim = nil
             return state.held[id]?.unit

@@ -354,6 +354,55 @@ import Testing
         func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
     }
 
+    /// A file store whose first claim that hands out jobs holds, after the claim, until
+    /// `resume` is signalled (`claimed` is signalled first).
+    private final class HeldClaimStore: DurableJobStore {
+        let base: FileJobStore
+        let claimed = Signal()
+        let resume = Signal()
+        init(_ base: FileJobStore) { self.base = base }
+        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+            let jobs = try await base.claim(kinds: kinds, limit: limit, lease: lease)
+            if !jobs.isEmpty, !claimed.isSignalled {
+                claimed.signal()
+                await resume.wait()
+            }
+            return jobs
+        }
+        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
+            try await base.enqueue(job, replacing: replacing)
+        }
+        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
+        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
+        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
+        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
+            try await base.retry(id, at: date, error: error)
+        }
+        func release(_ id: DurableJobID) async throws { try await base.release(id) }
+        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
+        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
+    }
+
+    /// `cancel` finds the job held nowhere here while a claim is on its way with it: the
+    /// claim must not start what the store no longer has.
+    @Test func aJobCancelledWhileItsClaimIsOnItsWayNeverRuns() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let base = try await FileJobStore(directory: directory.url)
+        let store = HeldClaimStore(base)
+        let jobs = DurableQueue(store: store, queue: BackgroundQueue())
+        let journal = Journal()
+        jobs.register(.note) { note, _ in journal.record(note.text) }
+        let receipt = try await jobs.add(.note, Note(text: "cancelled"))
+        let runner = Task { await jobs.runUntilIdle() }
+        await store.claimed.wait()
+        #expect(try await jobs.cancel(receipt.id))
+        store.resume.signal()
+        await runner.value
+        #expect(journal.all.isEmpty, "the cancelled job ran")
+        #expect(try await base.jobs().isEmpty)
+    }
+
     @Test func aJobClaimedAgainRightAfterItsRetryWasStoredRuns() async throws {
         let directory = ScratchDirectory()
         defer { directory.remove() }
