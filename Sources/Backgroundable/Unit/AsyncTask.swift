@@ -342,11 +342,12 @@ public final class AsyncTask: Sendable {
     /// Suspends until the unit ends; returns at once if it already has. When it returns,
     /// the unit's end hook (``Options/onEnd``) has returned and the ``BackgroundQueue``
     /// it was added to no longer holds it, even for a caller that comes while the end is
-    /// still being performed on another thread (it waits for that, without blocking). Cancelling the
-    /// awaiting task cancels the unit (which then ends with ``Outcome/cancelled``
-    /// unless it had already ended) — except when other tasks await the work it shares
-    /// (``UniquenessPolicy/join``): then this await alone returns ``Outcome/cancelled``,
-    /// and the work is cancelled with its last awaiting caller.
+    /// still being performed on another thread (it waits for that, without blocking).
+    ///
+    /// Cancelling the awaiting task cancels the unit (which then ends with
+    /// ``Outcome/cancelled`` unless it had already ended) — except when other tasks await
+    /// the work it shares (``UniquenessPolicy/join``): then this await alone returns
+    /// ``Outcome/cancelled``, and the work is cancelled with its last awaiting caller.
     ///
     /// Awaiting a unit from inside its own async body could never return — the unit
     /// ends only when the body does — so it is recognised: the unit is cancelled and
