@@ -231,21 +231,43 @@ import Testing
         #expect(try await !jobs.cancel(receipt.id))
     }
 
+    /// A file store behind a test's own: every call goes to `base`, and lease renewals do
+    /// nothing; the stores below change what they test.
+    private class ForwardingStore: DurableJobStore, @unchecked Sendable {
+        // @unchecked: immutable; subclasses hold only `Sendable` values in `let`s.
+        let base: FileJobStore
+        init(_ base: FileJobStore) { self.base = base }
+        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+            try await base.claim(kinds: kinds, limit: limit, lease: lease)
+        }
+        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
+            try await base.enqueue(job, replacing: replacing)
+        }
+        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
+        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
+        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
+        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
+            try await base.retry(id, at: date, error: error)
+        }
+        func release(_ id: DurableJobID) async throws { try await base.release(id) }
+        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
+        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
+    }
+
     /// A store whose claims hand out again every job they handed out before that is still
     /// stored, as a shared store does when a lease runs out while its holder still runs
     /// the job. With `holdingCompletes`, a `complete` waits for `resume` (after signalling
     /// `completing`) before it removes the job.
-    private final class LapsingStore: DurableJobStore {
-        let base: FileJobStore
+    private final class LapsingStore: ForwardingStore, @unchecked Sendable {
         let holdsCompletes: Bool
         let completing = Signal()
         let resume = Signal()
         private let handedOut = Mutex<[DurableJobRecord]>([])
         init(_ base: FileJobStore, holdingCompletes: Bool = false) {
-            self.base = base
             self.holdsCompletes = holdingCompletes
+            super.init(base)
         }
-        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+        override func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
             let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
             let stored = Set(try await base.jobs().map(\.id))
             return handedOut.withLock { handedOut in
@@ -253,24 +275,13 @@ import Testing
                 return handedOut
             }
         }
-        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
-            try await base.enqueue(job, replacing: replacing)
-        }
-        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
-        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
-        func complete(_ id: DurableJobID) async throws {
+        override func complete(_ id: DurableJobID) async throws {
             if holdsCompletes {
                 completing.signal()
                 await resume.wait()
             }
             try await base.complete(id)
         }
-        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
-            try await base.retry(id, at: date, error: error)
-        }
-        func release(_ id: DurableJobID) async throws { try await base.release(id) }
-        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
-        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
     }
 
     @Test func aJobClaimedAgainWhileItRunsHereIsNotStartedTwice() async throws {
@@ -325,43 +336,30 @@ import Testing
 
     /// A file store whose `retry` holds, once it has stored the retry, until `resume` is
     /// signalled; `reclaimed` is signalled when a claim hands out the job it retried.
-    private final class HeldRetryStore: DurableJobStore {
-        let base: FileJobStore
+    private final class HeldRetryStore: ForwardingStore, @unchecked Sendable {
         let retried = Signal()
         let resume = Signal()
         let reclaimed = Signal()
         private let retriedID = Mutex<DurableJobID?>(nil)
-        init(_ base: FileJobStore) { self.base = base }
-        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+        override func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
             let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
             if let id = retriedID.withLock({ $0 }), claimed.contains(where: { $0.id == id }) { reclaimed.signal() }
             return claimed
         }
-        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
+        override func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
             retriedID.withLock { $0 = id }
             try await base.retry(id, at: date, error: error)
             retried.signal()
             await resume.wait()
         }
-        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
-            try await base.enqueue(job, replacing: replacing)
-        }
-        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
-        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
-        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
-        func release(_ id: DurableJobID) async throws { try await base.release(id) }
-        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
-        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
     }
 
     /// A file store whose first claim that hands out jobs holds, after the claim, until
     /// `resume` is signalled (`claimed` is signalled first).
-    private final class HeldClaimStore: DurableJobStore {
-        let base: FileJobStore
+    private final class HeldClaimStore: ForwardingStore, @unchecked Sendable {
         let claimed = Signal()
         let resume = Signal()
-        init(_ base: FileJobStore) { self.base = base }
-        func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
+        override func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
             let jobs = try await base.claim(kinds: kinds, limit: limit, lease: lease)
             if !jobs.isEmpty, !claimed.isSignalled {
                 claimed.signal()
@@ -369,18 +367,6 @@ import Testing
             }
             return jobs
         }
-        func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
-            try await base.enqueue(job, replacing: replacing)
-        }
-        func nextDueDate(kinds: Set<String>) async throws -> Date? { try await base.nextDueDate(kinds: kinds) }
-        func renew(_ ids: [DurableJobID], lease: Duration) async throws {}
-        func complete(_ id: DurableJobID) async throws { try await base.complete(id) }
-        func retry(_ id: DurableJobID, at date: Date, error: String) async throws {
-            try await base.retry(id, at: date, error: error)
-        }
-        func release(_ id: DurableJobID) async throws { try await base.release(id) }
-        func remove(_ id: DurableJobID) async throws -> Bool { try await base.remove(id) }
-        func jobs() async throws -> [DurableJobRecord] { try await base.jobs() }
     }
 
     /// `cancel` finds the job held nowhere here while a claim is on its way with it: the
