@@ -278,7 +278,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
     /// operations it replaced to `watching`. `nil` when it was not admitted.
     private static func admit(
         _ admission: BridgeStorage.Machine.Admission, machine: inout BridgeStorage.Machine,
-        actions: inout BridgeStorage.Machine.Actions, lingering: inout LingeringBodies,
+        actions: inout BridgeStorage.Machine.ActionList, lingering: inout LingeringBodies,
         replacing: inout [AsyncOperation], watching: inout [ReplacedOperation]
     ) -> BridgeStorage.Machine.Handle? {
         guard admission.policy.kind != .ignore, let name = admission.name,
@@ -286,7 +286,7 @@ open class BackgroundOperationQueue: OperationQueue, @unchecked Sendable {
         else {
             return machine.addExternal(admission, actions: &actions)
         }
-        var own = BridgeStorage.Machine.Actions()
+        var own = BridgeStorage.Machine.ActionList()
         let handle = machine.addExternal(admission, actions: &own)
         own.visit { action in
             if case .replace(let member, _) = action {

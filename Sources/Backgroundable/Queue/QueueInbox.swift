@@ -17,7 +17,7 @@ protocol QueueInbox<Member>: Sendable {
     /// ``AsyncTask/attach(_:machine:actions:)``).
     func attach(
         _ member: Member, _ handle: QueueStateMachine<Member>.Handle, machine: inout QueueStateMachine<Member>,
-        actions: inout QueueStateMachine<Member>.Actions)
+        actions: inout QueueStateMachine<Member>.ActionList)
 }
 
 /// The inbox of a queue whose members are all added under its lock (the Operation
@@ -27,7 +27,7 @@ struct NoInbox<Member: QueueMember>: QueueInbox {
     func mirror(drainerScheduled: Bool) -> Bool { true }
     func attach(
         _ member: Member, _ handle: QueueStateMachine<Member>.Handle, machine: inout QueueStateMachine<Member>,
-        actions: inout QueueStateMachine<Member>.Actions
+        actions: inout QueueStateMachine<Member>.ActionList
     ) {}
 }
 
@@ -133,7 +133,7 @@ final class UnitInbox: QueueInbox {
 
     func attach(
         _ unit: AsyncTask, _ handle: QueueStateMachine<AsyncTask>.Handle,
-        machine: inout QueueStateMachine<AsyncTask>, actions: inout QueueStateMachine<AsyncTask>.Actions
+        machine: inout QueueStateMachine<AsyncTask>, actions: inout QueueStateMachine<AsyncTask>.ActionList
     ) {
         unit.attach(handle, machine: &machine, actions: &actions)
     }

@@ -84,7 +84,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// Runs one transition under the lock, then performs the actions it returned.
     @discardableResult
-    func transition<Result>(_ body: (inout Machine, inout Machine.Actions) -> Result) -> Result {
+    func transition<Result>(_ body: (inout Machine, inout Machine.ActionList) -> Result) -> Result {
         withLocked { locked, actions in body(&locked.machine, &actions) }
     }
 
@@ -93,7 +93,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// and for ends that leave one.
     @discardableResult
     func admittingTransition<Result>(
-        _ body: (inout Machine, inout Machine.Actions, inout LingeringBodies) -> Result
+        _ body: (inout Machine, inout Machine.ActionList, inout LingeringBodies) -> Result
     ) -> Result {
         withLocked { locked, actions in body(&locked.machine, &actions, &locked.lingering) }
     }
@@ -109,15 +109,15 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// the drainer role into the inbox, settles the decisions about members, then —
     /// after unlocking — performs the actions.
     private func withLocked<Result>(
-        _ body: (inout Locked, inout Machine.Actions) -> Result
+        _ body: (inout Locked, inout Machine.ActionList) -> Result
     ) -> Result {
-        var actions = Machine.Actions()
+        var actions = Machine.ActionList()
         return withLocked(into: &actions, body)
     }
 
     /// ``withLocked(_:)`` with the caller's (empty) list of actions.
     private func withLocked<Result>(
-        into actions: inout Machine.Actions, _ body: (inout Locked, inout Machine.Actions) -> Result
+        into actions: inout Machine.ActionList, _ body: (inout Locked, inout Machine.ActionList) -> Result
     ) -> Result {
         var settled = SettledRemainders()
         var firstBatch: DeliveryBatch?
@@ -150,7 +150,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// effect is corrected to tell the outcome the member really has. A replaced member's
     /// body that still runs holds back the newcomer that replaced it.
     private func settle(
-        _ machine: inout Machine, _ actions: inout Machine.Actions, _ lingering: inout LingeringBodies,
+        _ machine: inout Machine, _ actions: inout Machine.ActionList, _ lingering: inout LingeringBodies,
         into settled: inout SettledRemainders
     ) {
         var noGate: ReplacementGate?
@@ -200,8 +200,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     private func run<Result>(
-        _ body: (inout Locked, inout Machine.Actions) -> Result, on locked: inout Locked,
-        _ actions: inout Machine.Actions
+        _ body: (inout Locked, inout Machine.ActionList) -> Result, on locked: inout Locked,
+        _ actions: inout Machine.ActionList
     ) -> sending Result {
         admitInbox(&locked.machine, &actions)
         let result = body(&locked, &actions)
@@ -212,7 +212,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     private func performAfterUnlocking(
-        _ actions: Machine.Actions, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
+        _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
     ) {
         settled.perform()
         if !actions.isEmpty { perform(actions, firstBatch) }
@@ -220,7 +220,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// Under the lock: adds what was pushed, as a run of single adds; each admitted
     /// member learns its handle in the same transition, before anything can start or end it.
-    private func admitInbox(_ machine: inout Machine, _ actions: inout Machine.Actions) {
+    private func admitInbox(_ machine: inout Machine, _ actions: inout Machine.ActionList) {
         for admission in inbox.takeAll() {
             guard let handle = machine.enqueue(admission, actions: &actions) else { continue }
             inbox.attach(admission.member, handle, machine: &machine, actions: &actions)
@@ -268,7 +268,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// Performs the actions in order, except the delivery, which comes last: the new
     /// deliverer delivers until the outbox is empty, and the members this transition
     /// started must not wait for that.
-    private func perform(_ actions: Machine.Actions, _ firstBatch: DeliveryBatch?) {
+    private func perform(_ actions: Machine.ActionList, _ firstBatch: DeliveryBatch?) {
         actions.visit { action in
             switch action {
             case .start(let member, let priority):
@@ -300,7 +300,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// the drainer role under its lock, so the next event that makes a member startable
     /// schedules a new drainer (or starts it inline).
     private func drain() {
-        var actions = Machine.Actions()
+        var actions = Machine.ActionList()
         while withLocked(into: &actions, { locked, actions in locked.machine.drain(actions: &actions) }) {
             actions.removeAll()
         }

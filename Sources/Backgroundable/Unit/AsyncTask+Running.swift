@@ -17,7 +17,8 @@ extension AsyncTask {
     /// applied to the machine right here: an end (it was cancelled while being added, or
     /// ran to its end already), a retry, or an escalation its admission did not see.
     func attach(
-        _ handle: QueueCore.Machine.Handle, machine: inout QueueCore.Machine, actions: inout QueueCore.Machine.Actions
+        _ handle: QueueCore.Machine.Handle, machine: inout QueueCore.Machine,
+        actions: inout QueueCore.Machine.ActionList
     ) {
         switch state.withLock({ $0.attach(handle) }) {
         case .attached:

@@ -21,7 +21,7 @@ struct CoreRegressionTests {
     /// A machine whose background time is held, so members start as soon as rules allow.
     private func busyMachine(limit: Int = .max, clock: ManualClock = ManualClock()) -> Machine {
         var machine = Machine(limit: limit, now: { clock.now })
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         _ = machine.add(.init(member: holder, name: nil, policy: .ignore, priority: 0, timeout: nil), actions: &actions)
         machine.backgroundTimeBegun(period: 1, actions: &actions)
         return machine
@@ -39,7 +39,7 @@ struct CoreRegressionTests {
     @Test(.timeLimit(.minutes(1))) func distinctTimeoutsCostFlatAndLeaveNothingBehind() {
         let clock = ManualClock()
         var machine = Machine(limit: .max, now: { clock.now })
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         let members = (0..<100_000).map(ModelMember.init)
         var handles: [Machine.Handle] = []
         for (index, member) in members.enumerated() {
@@ -61,7 +61,7 @@ struct CoreRegressionTests {
     // 2. Names used as labels: one name on every unit; each end is O(1).
     @Test(.timeLimit(.minutes(1))) func oneLabelNameOnEveryUnitCostsFlat() {
         var machine = busyMachine()
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         machine.suspend()
         let members = (0..<100_000).map(ModelMember.init)
         let handles = members.map { machine.add(admission($0, name: "upload"), actions: &actions)! }
@@ -70,7 +70,7 @@ struct CoreRegressionTests {
             machine.memberEnded(handle, .cancelled, actions: &actions)
         }
         #expect(machine.hasLiveMember(named: "upload"))
-        var dropped: Machine.Actions = []
+        var dropped: Machine.ActionList = []
         let added = machine.add(admission(ModelMember(-2), name: "upload", policy: .drop), actions: &dropped)
         #expect(added == nil)
         for (index, handle) in handles.enumerated() where index % 3 != 1 {
@@ -86,7 +86,7 @@ struct CoreRegressionTests {
     // units in a memory order no cache holds, while the machine's work stays flat.
     @Test(.timeLimit(.minutes(1))) func manyShortGroupsCostFlatAndStartInReadinessOrder() {
         var machine = busyMachine()
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         machine.suspend()
         let groups = (0..<25_000).map { group in (0..<4).map { ModelMember(group * 4 + $0) } }
         var handles: [Int: Machine.Handle] = [:]
@@ -125,7 +125,7 @@ struct CoreRegressionTests {
 
     @Test func aReplaceStormOnOneNameKeepsOnlyTheLast() {
         var machine = busyMachine()
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         machine.suspend()
         let members = (0..<10_000).map(ModelMember.init)
         var handles: [ObjectIdentifier: Machine.Handle] = [:]
@@ -147,7 +147,7 @@ struct CoreRegressionTests {
     // arrives leaves the role free, and the arrival starts it; readers change nothing.
     @Test func aMemberArrivingAsTheDrainerStopsIsStarted() {
         var machine = busyMachine(limit: 2)
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         let members = (0..<4).map(ModelMember.init)
         _ = machine.add(contentsOf: members.map { admission($0) }, sequential: false, actions: &actions)
         // The batch scheduled a drainer; it starts one (the other slot is the first
@@ -378,7 +378,7 @@ struct CoreRegressionTests {
         #expect(heldWhenStarted.all.allSatisfy { $0 })
         // In the machine: the busy transition starts nothing until its time is begun.
         var machine = Machine(limit: .max, now: { 0 })
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         _ = machine.add(admission(ModelMember(1)), actions: &actions)
         #expect(!actions.contains { if case .start = $0 { true } else { false } })
         actions = []
@@ -389,7 +389,7 @@ struct CoreRegressionTests {
     // 7. One unit on an idle queue is started by the adding thread: no drainer task.
     @Test func aUnitOnAnIdleQueueStartsWithoutADrainer() {
         var machine = Machine(limit: .max, now: { 0 })
-        var actions: Machine.Actions = []
+        var actions: Machine.ActionList = []
         _ = machine.add(admission(ModelMember(1)), actions: &actions)
         machine.backgroundTimeBegun(period: 1, actions: &actions)
         #expect(!actions.contains { if case .spawnDrainer = $0 { true } else { false } })

@@ -316,15 +316,15 @@ struct MachineHarness {
         return member
     }
 
-    mutating func transition(_ body: (inout Machine, inout Machine.Actions) -> Void) {
-        var actions: Machine.Actions = []
+    mutating func transition(_ body: (inout Machine, inout Machine.ActionList) -> Void) {
+        var actions: Machine.ActionList = []
         body(&machine, &actions)
         perform(actions)
     }
 
     /// Decisions first, in the order the machine made them; then the ends and
     /// deliveries, whose transitions are performed at once (as the storage does).
-    mutating func perform(_ actions: Machine.Actions) {
+    mutating func perform(_ actions: Machine.ActionList) {
         for action in actions {
             switch action {
             case .start(let member, let priority):
@@ -443,7 +443,7 @@ struct MachineHarness {
     mutating func settle() {
         while true {
             if let due = sleeper, due.deadline <= clock.now {
-                var actions: Machine.Actions = []
+                var actions: Machine.ActionList = []
                 let next = machine.deadlineReached(generation: due.generation, actions: &actions)
                 if sleeper?.generation == due.generation {
                     sleeper = next.map { ($0, due.generation) }
@@ -452,7 +452,7 @@ struct MachineHarness {
                 continue
             }
             if drainerPending {
-                var actions: Machine.Actions = []
+                var actions: Machine.ActionList = []
                 if !machine.drain(actions: &actions) { drainerPending = false }
                 perform(actions)
                 continue

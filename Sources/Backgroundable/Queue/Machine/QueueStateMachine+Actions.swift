@@ -62,79 +62,11 @@ extension QueueStateMachine {
         case deliver
     }
 
-    /// The actions of one transition, in order. Most transitions have one or two: those
-    /// are kept inline, so a transition allocates nothing for them (this pays on the
-    /// idle queue's path, where each add and end is a few transitions).
-    struct Actions: Sequence, ExpressibleByArrayLiteral {
-        private var inline: (Action?, Action?) = (nil, nil)
-        private var more: [Action] = []
-        /// Whether the transition made its caller the deliverer (``Action/deliver``).
-        private(set) var delivers = false
-        /// Whether an action must be settled under the lock (``Action/replace(_:by:)``, a
-        /// named ``Action/end(_:_:named:)``, ``Action/reject(_:_:reported:)``,
-        /// ``Action/join(_:primary:reported:)``).
-        private(set) var needsSettling = false
-
-        init() {}
-
-        init(arrayLiteral actions: Action...) {
-            for action in actions { append(action) }
-        }
-
-        var isEmpty: Bool { inline.0 == nil }
-
-        /// Empties the list (releasing what its actions hold), keeping the storage of its
-        /// overflow: the drainer, whose rounds start up to 64 members each, reuses one
-        /// list for all its rounds instead of growing a new one every time.
-        mutating func removeAll() {
-            inline = (nil, nil)
-            more.removeAll(keepingCapacity: true)
-            delivers = false
-            needsSettling = false
-        }
-
-        mutating func append(_ action: Action) {
-            switch action {
-            case .deliver: delivers = true
-            case .replace, .end(_, _, named: true), .reject(_, _, reported: true), .join(_, _, reported: true):
-                needsSettling = true
-            default: break
-            }
-            if inline.0 == nil {
-                inline.0 = action
-            } else if inline.1 == nil {
-                inline.1 = action
-            } else {
-                more.append(action)
-            }
-        }
-
-        struct Iterator: IteratorProtocol {
-            fileprivate let actions: Actions
-            fileprivate var index = 0
-
-            mutating func next() -> Action? {
-                defer { index += 1 }
-                switch index {
-                case 0: return actions.inline.0
-                case 1: return actions.inline.1
-                default: return index - 2 < actions.more.count ? actions.more[index - 2] : nil
-                }
-            }
-        }
-
-        func makeIterator() -> Iterator { Iterator(actions: self) }
-
-        /// Calls `body` with each action, in order, without the iterator's copy of the
-        /// whole list (which retains every member it names): the storage's way.
-        func visit(_ body: (Action) -> Void) {
-            guard let first = inline.0 else { return }
-            body(first)
-            guard let second = inline.1 else { return }
-            body(second)
-            for action in more { body(action) }
-        }
-    }
+    /// The actions of one locked step (see ``QueueActions``), of these kinds.
+    typealias Actions<Kinds: ActionKinds> = QueueActions<Member, Kinds>
+    /// The list of a whole locked step: it takes every kind of action, and the storage
+    /// (and the front ends' glue that runs under its lock) may append any of them.
+    typealias ActionList = QueueActions<Member, AllActionKinds>
 
     /// What the deliverer hands to observers, in order, one delivery at a time.
     enum Delivery {
@@ -166,7 +98,6 @@ extension QueueStateMachine {
 
 extension QueueStateMachine.Admission: Sendable where Member: Sendable {}
 extension QueueStateMachine.Action: Sendable where Member: Sendable {}
-extension QueueStateMachine.Actions: Sendable where Member: Sendable {}
 extension QueueStateMachine.Delivery: Sendable where Member: Sendable {}
 
 extension QueueStateMachine.Admission {
@@ -180,3 +111,168 @@ extension QueueStateMachine.Admission {
             lane: lane.map(LaneKey.init), escalated: escalated)
     }
 }
+
+/// The actions of one locked step, in order: those of the event, and of the inbox's
+/// admissions the storage runs in the same step.
+///
+/// `Kinds` says which actions may be appended: each event takes
+/// `inout Actions<some MayStart & MayEnd>` (say), so its signature states what it can
+/// ask of the storage, and the compiler holds its code to that (a transition that
+/// only ends members cannot start one). The storage holds one
+/// ``QueueStateMachine/ActionList``, which
+/// takes every kind, for the whole step; the kinds cost nothing at run time.
+///
+/// Most steps have one or two actions: those are kept inline, so a step allocates
+/// nothing for them (this pays on the idle queue's path, where each add and end is a
+/// few transitions).
+struct QueueActions<Member: AnyObject, Kinds: ActionKinds>: Sequence {
+    typealias Action = QueueStateMachine<Member>.Action
+    typealias Handle = QueueStateMachine<Member>.Handle
+
+    private var inline: (Action?, Action?) = (nil, nil)
+    private var more: [Action] = []
+    /// Whether the transition made its caller the deliverer (``QueueStateMachine/Action/deliver``).
+    private(set) var delivers = false
+    /// Whether an action must be settled under the lock (``QueueStateMachine/Action/replace(_:by:)``, a
+    /// named ``QueueStateMachine/Action/end(_:_:named:)``, ``QueueStateMachine/Action/reject(_:_:reported:)``,
+    /// ``QueueStateMachine/Action/join(_:primary:reported:)``).
+    private(set) var needsSettling = false
+
+    init() {}
+
+    var isEmpty: Bool { inline.0 == nil }
+
+    /// Empties the list (releasing what its actions hold), keeping the storage of its
+    /// overflow: the drainer, whose rounds start up to 64 members each, reuses one
+    /// list for all its rounds instead of growing a new one every time.
+    mutating func removeAll() {
+        inline = (nil, nil)
+        more.removeAll(keepingCapacity: true)
+        delivers = false
+        needsSettling = false
+    }
+
+    // MARK: Appending, by kind
+
+    mutating func deliver() where Kinds: MayDeliver { insert(.deliver) }
+
+    mutating func armSleeper(deadline: Int64, generation: UInt64) where Kinds: MayArmSleeper {
+        insert(.armSleeper(deadline: deadline, generation: generation))
+    }
+
+    mutating func start(_ member: Member, priority: UInt8) where Kinds: MayStart {
+        insert(.start(member, priority: priority))
+    }
+
+    /// The member expired as it would start (see
+    /// ``QueueStateMachine/Action/reject(_:_:reported:)``).
+    mutating func expire(_ member: Member, reported: Bool) where Kinds: MayStart {
+        insert(.reject(member, .timedOut, reported: reported))
+    }
+
+    mutating func spawnDrainer() where Kinds: MayStart { insert(.spawnDrainer) }
+
+    mutating func end(_ member: Member, _ outcome: AsyncTask.Outcome, named: Bool) where Kinds: MayEnd {
+        insert(.end(member, outcome, named: named))
+    }
+
+    mutating func reject(_ member: Member, _ outcome: AsyncTask.Outcome, reported: Bool) where Kinds: MayAdmit {
+        insert(.reject(member, outcome, reported: reported))
+    }
+
+    mutating func join(_ member: Member, primary: Member, reported: Bool) where Kinds: MayAdmit {
+        insert(.join(member, primary: primary, reported: reported))
+    }
+
+    mutating func replace(_ member: Member, by newcomer: Member) where Kinds: MayAdmit {
+        insert(.replace(member, by: newcomer))
+    }
+
+    mutating func sampleProgress(_ members: [(Handle, Member)]) where Kinds: MaySample {
+        insert(.sampleProgress(members))
+    }
+
+    /// Any action: for the storage and the glue of front ends, which hold the list of a
+    /// whole step (``QueueStateMachine/ActionList``).
+    mutating func append(_ action: Action) where Kinds == AllActionKinds { insert(action) }
+
+    /// The one way in.
+    private mutating func insert(_ action: Action) {
+        switch action {
+        case .deliver: delivers = true
+        case .replace, .end(_, _, named: true), .reject(_, _, reported: true), .join(_, _, reported: true):
+            needsSettling = true
+        default: break
+        }
+        if inline.0 == nil {
+            inline.0 = action
+        } else if inline.1 == nil {
+            inline.1 = action
+        } else {
+            more.append(action)
+        }
+    }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate let actions: QueueActions
+        fileprivate var index = 0
+
+        mutating func next() -> Action? {
+            defer { index += 1 }
+            switch index {
+            case 0: return actions.inline.0
+            case 1: return actions.inline.1
+            default: return index - 2 < actions.more.count ? actions.more[index - 2] : nil
+            }
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(actions: self) }
+
+    /// Calls `body` with each action, in order, without the iterator's copy of the
+    /// whole list (which retains every member it names): the storage's way.
+    func visit(_ body: (Action) -> Void) {
+        guard let first = inline.0 else { return }
+        body(first)
+        guard let second = inline.1 else { return }
+        body(second)
+        for action in more { body(action) }
+    }
+}
+
+extension QueueActions: Sendable where Member: Sendable {}
+
+extension QueueActions: ExpressibleByArrayLiteral where Kinds == AllActionKinds {
+    init(arrayLiteral actions: Action...) {
+        self.init()
+        for action in actions { append(action) }
+    }
+}
+
+// MARK: Kinds of actions
+
+/// What a list of ``QueueActions`` may carry; see the protocols below.
+/// Only phantom types conform: a kind is never made.
+protocol ActionKinds {}
+/// The caller may become the deliverer (``QueueStateMachine/Action/deliver``): events,
+/// busy and idle notifications, progress.
+protocol MayDeliver: ActionKinds {}
+/// A sleeper may be armed (``QueueStateMachine/Action/armSleeper(deadline:generation:)``).
+protocol MayArmSleeper: ActionKinds {}
+/// Members may start (``QueueStateMachine/Action/start(_:priority:)``), or expire as
+/// they would start, and a drainer may be asked for; starting arms deadlines and tells
+/// observers.
+protocol MayStart: MayDeliver, MayArmSleeper {}
+/// Live members may be asked to end (``QueueStateMachine/Action/end(_:_:named:)``).
+protocol MayEnd: ActionKinds {}
+/// A newcomer may be turned away, join a live member or replace live members
+/// (``QueueStateMachine/Action/reject(_:_:reported:)``,
+/// ``QueueStateMachine/Action/join(_:primary:reported:)``,
+/// ``QueueStateMachine/Action/replace(_:by:)``); an admission tells observers.
+protocol MayAdmit: MayDeliver {}
+/// The executing members' progress may be sampled
+/// (``QueueStateMachine/Action/sampleProgress(_:)``).
+protocol MaySample: ActionKinds {}
+
+/// Every kind: the list of a whole locked step (``QueueStateMachine/ActionList``).
+enum AllActionKinds: MayStart, MayEnd, MayAdmit, MaySample {}

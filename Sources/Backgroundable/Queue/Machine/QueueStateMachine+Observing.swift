@@ -7,7 +7,7 @@ extension QueueStateMachine {
     // instructions each: the optimizer's choice to inline them flips with unrelated
     // changes, and the instruction gates (Benchmarks/Gates) fail when they are called.
     @inline(__always)
-    mutating func becomeBusyIfIdle(actions: inout Actions) {
+    mutating func becomeBusyIfIdle(actions: inout Actions<some MayDeliver>) {
         guard case .began(let period, let reported)? = busy.memberArrived() else { return }
         progress.periodBegan()
         if reported { post(.busy(period: period), actions: &actions) }
@@ -15,7 +15,7 @@ extension QueueStateMachine {
 
     /// `true` when the queue went idle.
     @inline(__always)
-    mutating func becomeIdleIfDone(actions: inout Actions) -> Bool {
+    mutating func becomeIdleIfDone(actions: inout Actions<some MayDeliver>) -> Bool {
         guard case .ended(let period, let reported)? = busy.membersLeft(liveCount: liveCount) else { return false }
         releaseStorage()
         guard reported else { return true }
@@ -38,7 +38,7 @@ extension QueueStateMachine {
     }
 
     /// The deliverer began the background time of `period`: its members may start.
-    mutating func backgroundTimeBegun(period begun: UInt64, actions: inout Actions) {
+    mutating func backgroundTimeBegun(period begun: UInt64, actions: inout Actions<some MayStart>) {
         guard busy.backgroundTimeBegun(period: begun) else { return }
         startReady(inline: 1, actions: &actions)
     }
@@ -50,7 +50,7 @@ extension QueueStateMachine {
     mutating func backgroundTimeExpired(
         period: UInt64?,
         policy: BackgroundQueue.ExpirationPolicy,
-        actions: inout Actions
+        actions: inout Actions<some MayEnd & MayDeliver>
     ) {
         if let period, !busy.isCurrent(period) { return }
         emit(.backgroundTimeExpiring, actions: &actions)
@@ -63,8 +63,8 @@ extension QueueStateMachine {
 
     // MARK: Deliveries
 
-    mutating func post(_ delivery: Delivery, actions: inout Actions) {
-        if outbox.post(delivery) == .becameDeliverer { actions.append(.deliver) }
+    mutating func post(_ delivery: Delivery, actions: inout Actions<some MayDeliver>) {
+        if outbox.post(delivery) == .becameDeliverer { actions.deliver() }
     }
 
     /// The storage settled a rejection or a join of this transition that did not take
@@ -77,7 +77,7 @@ extension QueueStateMachine {
     }
 
     /// Per-member events cost nothing while nobody listens.
-    mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout Actions) {
+    mutating func emit(_ event: @autoclosure () -> QueueEvent<Member>, actions: inout Actions<some MayDeliver>) {
         guard !observedEvents.isEmpty else { return }
         let event = event()
         if observedEvents.contains(event.kind) { post(.event(event), actions: &actions) }
@@ -115,7 +115,7 @@ extension QueueStateMachine {
     /// Someone watches the queue's progress (with the executing members' names when
     /// `names`): they hear it now, then after every change. Balanced by
     /// ``unwatchProgress(names:)``.
-    mutating func watchProgress(names: Bool, actions: inout Actions) {
+    mutating func watchProgress(names: Bool, actions: inout Actions<some MayDeliver & MayArmSleeper>) {
         progress.watch(names: names)
         // The newcomer hears the current progress through the deliverer, in order with
         // what is delivered after it (a delivery already posted covers it too).
@@ -130,7 +130,7 @@ extension QueueStateMachine {
     /// The storage read the progress of the members of a ``Action/sampleProgress(_:)``:
     /// the sampled values of those still executing replace their earlier ones, and
     /// watchers hear the new sum if it changed.
-    mutating func progressSampled(_ samples: [(Handle, Double)], actions: inout Actions) {
+    mutating func progressSampled(_ samples: [(Handle, Double)], actions: inout Actions<some MayDeliver>) {
         let before = progress.sampledSum
         for (handle, value) in samples {
             guard let slot = slot(of: handle), records[Int(slot)].place == .executing else { continue }
@@ -162,12 +162,12 @@ extension QueueStateMachine {
     /// Watchers hear that the progress changed: one delivery until the deliverer takes
     /// it, however many changes come before. Nothing while nobody watches.
     @inline(__always)
-    mutating func noteProgress(actions: inout Actions) {
+    mutating func noteProgress(actions: inout Actions<some MayDeliver>) {
         if progress.changed() { post(.progress, actions: &actions) }
     }
 
     /// A member started executing: it joins the start order, and watchers hear it.
-    mutating func noteStarted(_ slot: Int32, actions: inout Actions) {
+    mutating func noteStarted(_ slot: Int32, actions: inout Actions<some MayDeliver & MayArmSleeper>) {
         let entry = Self.startEntry(slot, in: records)
         guard progress.memberStarted(entry) else { return }
         noteProgress(actions: &actions)
@@ -176,7 +176,7 @@ extension QueueStateMachine {
 
     /// Arms the next sample of the executing members' progress while someone watches
     /// and a member executes.
-    mutating func scheduleProgressSample(actions: inout Actions) {
+    mutating func scheduleProgressSample(actions: inout Actions<some MayArmSleeper>) {
         guard progress.needsSample(executing: executingCount) else { return }
         let sample = progress.scheduleSample(now: now())
         wakeSleeper(at: sample, actions: &actions)

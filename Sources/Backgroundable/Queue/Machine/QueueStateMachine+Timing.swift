@@ -6,7 +6,9 @@ extension QueueStateMachine {
     /// (ready, or blocked while its predecessor is live), earliest first. Returns the
     /// next time to sleep until, or `nil` when this sleeper should stop (nothing is
     /// left, or a newer sleeper took over).
-    mutating func deadlineReached(generation: UInt64, actions: inout Actions) -> Int64? {
+    mutating func deadlineReached(generation: UInt64, actions: inout Actions<some MayStart & MayEnd & MaySample>)
+        -> Int64?
+    {
         guard timers.isCurrent(generation) else { return nil }
         let now = now()
         while let entry = timers.popDeadline(dueBy: now) {
@@ -33,7 +35,7 @@ extension QueueStateMachine {
         }
         if becameReady { startReady(inline: 64, actions: &actions) }
         if progress.takeSample(dueBy: now) {
-            actions.append(.sampleProgress(executingMembers(limit: .max)))
+            actions.sampleProgress(executingMembers(limit: .max))
             scheduleProgressSample(actions: &actions)
         }
         return timers.sleep(generation, orUntil: progress.nextSample)

@@ -8,6 +8,12 @@
 /// calls no caller code. ``QueueStorage`` holds the machine under its lock and performs
 /// the actions after unlocking, in order.
 ///
+/// Each event's signature says what it can ask for: its list of actions is
+/// `inout Actions<some MayEnd>` for a cancellation, `<some MayStart>` for an end that
+/// frees a place, `<some MayAdmit & MayStart>` for an add (see ``ActionKinds``), and
+/// the compiler holds the event's code to those kinds. Events that can ask for nothing
+/// (``suspend()``, ``memberStopped(_:)``) take no list.
+///
 /// `Member` is what the queue schedules (``AsyncTask``, or `Operation` in the bridge);
 /// the machine only stores references to members and hands them back in actions.
 ///
@@ -108,7 +114,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Adds one member; it may start on the caller's thread when the queue has nothing
     /// else running. Returns its handle, or `nil` when it was rejected (see
     /// ``Action/reject(_:_:)``).
-    mutating func add(_ admission: Admission, actions: inout Actions) -> Handle? {
+    mutating func add(_ admission: Admission, actions: inout Actions<some MayAdmit & MayStart>) -> Handle? {
         guard let handle = enqueue(admission, actions: &actions) else { return nil }
         startEnqueued(actions: &actions)
         return handle
@@ -118,14 +124,14 @@ struct QueueStateMachine<Member: AnyObject> {
     /// in between, before anything can start it: a member that ended meanwhile
     /// (cancelled on another thread while it was being added) then ends through
     /// ``memberEnded(_:_:actions:)`` and is never started. This step admits it.
-    mutating func enqueue(_ admission: Admission, actions: inout Actions) -> Handle? {
+    mutating func enqueue(_ admission: Admission, actions: inout Actions<some MayAdmit & MayStart>) -> Handle? {
         guard let slot = admit(admission, place: .ready, actions: &actions) else { return nil }
         link(slot, behind: joinLane(admission.lane, slot), admission, actions: &actions)
         return handle(of: slot)
     }
 
     /// The second step of ``add(_:actions:)``: starts what the admission made startable.
-    mutating func startEnqueued(actions: inout Actions) {
+    mutating func startEnqueued(actions: inout Actions<some MayStart>) {
         startReady(inline: executingCount == 0 && !isDrainerScheduled ? 1 : 0, actions: &actions)
     }
 
@@ -136,7 +142,7 @@ struct QueueStateMachine<Member: AnyObject> {
     mutating func add(
         contentsOf admissions: [Admission],
         sequential: Bool,
-        actions: inout Actions
+        actions: inout Actions<some MayAdmit & MayStart>
     ) -> [(member: Member, handle: Handle)] {
         var admitted: [(member: Member, handle: Handle)] = []
         var previous: Int32 = -1
@@ -154,7 +160,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Adds a member whose front end starts it (the Operation bridge): live for
     /// deduplication and busy periods, never started by the queue. See
     /// ``externalStarted(_:member:timeout:actions:)``. `nil` when it was rejected.
-    mutating func addExternal(_ admission: Admission, actions: inout Actions) -> Handle? {
+    mutating func addExternal(_ admission: Admission, actions: inout Actions<some MayAdmit>) -> Handle? {
         guard let slot = admit(admission, place: .external, actions: &actions) else { return nil }
         emit(.enqueued(admission.member), actions: &actions)
         return handle(of: slot)
@@ -176,13 +182,13 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Applies the uniqueness policy and records the member. `nil` when rejected.
-    private mutating func admit(_ admission: Admission, place: Place, actions: inout Actions) -> Int32? {
+    private mutating func admit(_ admission: Admission, place: Place, actions: inout Actions<some MayAdmit>) -> Int32? {
         if isClosed {
-            actions.append(.reject(admission.member, .cancelled, reported: false))
+            actions.reject(admission.member, .cancelled, reported: false)
             return nil
         }
         if !acceptsWork {
-            actions.append(.reject(admission.member, .cancelled, reported: observedEvents.contains(.ended)))
+            actions.reject(admission.member, .cancelled, reported: observedEvents.contains(.ended))
             emit(.ended(admission.member, .cancelled), actions: &actions)
             return nil
         }
@@ -191,19 +197,19 @@ struct QueueStateMachine<Member: AnyObject> {
             case .admit:
                 break
             case .drop:
-                actions.append(.reject(admission.member, .dropped, reported: observedEvents.contains(.ended)))
+                actions.reject(admission.member, .dropped, reported: observedEvents.contains(.ended))
                 emit(.ended(admission.member, .dropped), actions: &actions)
                 return nil
             case .join(let slot):
                 let primary = records[Int(slot)].member!
-                actions.append(.join(admission.member, primary: primary, reported: observedEvents.contains(.joined)))
+                actions.join(admission.member, primary: primary, reported: observedEvents.contains(.joined))
                 emit(.joined(admission.member, primary: primary), actions: &actions)
                 return nil
             case .replace(let first):
                 var cursor = first
                 while cursor >= 0 {
                     let next = names.next(after: cursor)
-                    markEnding(cursor, .replaced, by: admission.member, actions: &actions)
+                    markReplaced(cursor, by: admission.member, actions: &actions)
                     cursor = next
                 }
             }
@@ -225,7 +231,8 @@ struct QueueStateMachine<Member: AnyObject> {
     /// Places an admitted member: ready, blocked behind `predecessor`, or waiting for
     /// its start time (the admission's delay from now), or both.
     private mutating func link(
-        _ slot: Int32, behind predecessor: Int32, _ admission: Admission, actions: inout Actions
+        _ slot: Int32, behind predecessor: Int32, _ admission: Admission,
+        actions: inout Actions<some MayDeliver & MayArmSleeper>
     ) {
         let delay = admission.delay
         if delay > 0 {
@@ -305,7 +312,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Starts up to `inline` members now (their start actions run on the caller's
     /// thread) and leaves the rest to a drainer.
-    mutating func startReady(inline: Int, actions: inout Actions) {
+    mutating func startReady(inline: Int, actions: inout Actions<some MayStart>) {
         var started = 0
         while started < inline, mayStart, let slot = popReady() {
             start(slot, actions: &actions)
@@ -313,7 +320,7 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         if !isDrainerScheduled, mayStart, hasReady() {
             isDrainerScheduled = true
-            actions.append(.spawnDrainer)
+            actions.spawnDrainer()
         }
         // Members that expired as they would start may have been the last ones.
         _ = becomeIdleIfDone(actions: &actions)
@@ -321,7 +328,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// One round of the drainer: starts up to 64 members. `false` when there was
     /// nothing to start: the drainer stops (and the role is free again).
-    mutating func drain(actions: inout Actions) -> Bool {
+    mutating func drain(actions: inout Actions<some MayStart>) -> Bool {
         var started = 0
         while started < 64, mayStart, let slot = popReady() {
             start(slot, actions: &actions)
@@ -332,14 +339,14 @@ struct QueueStateMachine<Member: AnyObject> {
         return started > 0
     }
 
-    private mutating func start(_ slot: Int32, actions: inout Actions) {
+    private mutating func start(_ slot: Int32, actions: inout Actions<some MayStart>) {
         let member = records[Int(slot)].member!
         let timeout = records[Int(slot)].timeout
         if timeout != .min, timeout <= 0 {
             // It expires as it would start: its work never runs and it never holds a
             // slot (its sequential successor is ready at once).
             release(slot)
-            actions.append(.reject(member, .timedOut, reported: observedEvents.contains(.ended)))
+            actions.expire(member, reported: observedEvents.contains(.ended))
             emit(.ended(member, .timedOut), actions: &actions)
             noteProgress(actions: &actions)
             return
@@ -352,11 +359,11 @@ struct QueueStateMachine<Member: AnyObject> {
         armDeadline(slot, actions: &actions)
         emit(.started(member), actions: &actions)
         noteStarted(slot, actions: &actions)
-        actions.append(.start(member, priority: records[Int(slot)].priority))
+        actions.start(member, priority: records[Int(slot)].priority)
     }
 
     /// Arms the deadline of a member that just started executing (timeout > 0).
-    private mutating func armDeadline(_ slot: Int32, actions: inout Actions) {
+    private mutating func armDeadline(_ slot: Int32, actions: inout Actions<some MayArmSleeper>) {
         let timeout = records[Int(slot)].timeout
         guard timeout > 0 else { return }
         let (deadline, overflow) = now().addingReportingOverflow(timeout)
@@ -368,7 +375,9 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// A delayed member waits until `startTime`.
-    private mutating func waitForStartTime(_ slot: Int32, _ startTime: Int64, actions: inout Actions) {
+    private mutating func waitForStartTime(
+        _ slot: Int32, _ startTime: Int64, actions: inout Actions<some MayArmSleeper>
+    ) {
         let entry = DeadlineHeap.Entry(deadline: startTime, slot: slot, ticket: records[Int(slot)].ticket)
         let wake = timers.waitForStartTime(entry)
         Self.arm(wake, actions: &actions)
@@ -376,16 +385,16 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Makes sure the sleeper wakes up at `time`: a new sleeper is armed when it is
     /// earlier than the current one's.
-    mutating func wakeSleeper(at time: Int64, actions: inout Actions) {
+    mutating func wakeSleeper(at time: Int64, actions: inout Actions<some MayArmSleeper>) {
         let wake = timers.wake(at: time)
         Self.arm(wake, actions: &actions)
     }
 
     /// Static, and given a `wake` computed beforehand: a method of `self` whose argument
     /// mutates `self` would copy the whole machine (and its buffers) first.
-    private static func arm(_ wake: Timers.Wake?, actions: inout Actions) {
+    private static func arm(_ wake: Timers.Wake?, actions: inout Actions<some MayArmSleeper>) {
         guard let wake else { return }
-        actions.append(.armSleeper(deadline: wake.deadline, generation: wake.generation))
+        actions.armSleeper(deadline: wake.deadline, generation: wake.generation)
     }
 
     /// The front end started an external member (`handle`, from ``addExternal(_:actions:)``)
@@ -395,7 +404,8 @@ struct QueueStateMachine<Member: AnyObject> {
     /// start: nothing happens).
     @discardableResult
     mutating func externalStarted(
-        _ handle: Handle?, member: Member, timeout: Int64?, actions: inout Actions
+        _ handle: Handle?, member: Member, timeout: Int64?,
+        actions: inout Actions<some MayEnd & MayDeliver & MayArmSleeper>
     ) -> Handle? {
         let slot: Int32
         if let handle {
@@ -426,27 +436,11 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Ending
 
-    /// Asks for a live member to end with `outcome`: it stops counting for
-    /// deduplication and can no longer start; the storage ends it.
-    mutating func markEnding(
-        _ slot: Int32, _ outcome: AsyncTask.Outcome, by newcomer: Member? = nil, actions: inout Actions
-    ) {
-        guard !records[Int(slot)].isEnding else { return }
-        records[Int(slot)].isEnding = true
-        let named = names.remove(slot)
-        let member = records[Int(slot)].member!
-        if let newcomer {
-            actions.append(.replace(member, by: newcomer))
-        } else {
-            actions.append(.end(member, outcome, named: named))
-        }
-    }
-
     /// A member reached its outcome (by itself, or through an ``Action/end(_:_:)``):
     /// it leaves the queue, its successor in a sequential group becomes ready, and
     /// what can start now starts. Exactly once per admitted member; a member the
     /// queue does not hold is ignored.
-    mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout Actions) {
+    mutating func memberEnded(_ handle: Handle, _ outcome: AsyncTask.Outcome, actions: inout Actions<some MayStart>) {
         guard let slot = slot(of: handle) else { return }
         if observedEvents.contains(.ended) {
             let member = records[Int(slot)].member!
@@ -523,7 +517,7 @@ struct QueueStateMachine<Member: AnyObject> {
     /// cannot reach (``RetryPolicy/attemptLimit``), so an earlier attempt's deadline
     /// never ends a later attempt.
     mutating func memberRetrying(
-        _ handle: Handle, after delay: Int64, _ retry: RetryNote, actions: inout Actions
+        _ handle: Handle, after delay: Int64, _ retry: RetryNote, actions: inout Actions<some MayStart & MayEnd>
     ) -> Bool {
         guard let slot = slot(of: handle), records[Int(slot)].place == .executing, !records[Int(slot)].isEnding
         else { return false }
@@ -553,7 +547,8 @@ struct QueueStateMachine<Member: AnyObject> {
     /// the members already there; listeners hear `escalated`. `false` when the member is
     /// not held (its end is on its way) or already ranks as high.
     @discardableResult
-    mutating func memberEscalated(_ handle: Handle, to priority: UInt8, actions: inout Actions) -> Bool {
+    mutating func memberEscalated(_ handle: Handle, to priority: UInt8, actions: inout Actions<some MayDeliver>) -> Bool
+    {
         guard let slot = slot(of: handle), !records[Int(slot)].isEnding,
             Self.rank(priority) > Self.rank(records[Int(slot)].priority)
         else { return false }
@@ -570,7 +565,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     // MARK: Control
 
-    mutating func setLimit(_ newLimit: Int, actions: inout Actions) {
+    mutating func setLimit(_ newLimit: Int, actions: inout Actions<some MayStart>) {
         limit = Swift.max(1, newLimit)
         startReady(inline: 0, actions: &actions)
     }
@@ -580,7 +575,7 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Balances one ``suspend()``; extra calls are ignored.
-    mutating func resume(actions: inout Actions) {
+    mutating func resume(actions: inout Actions<some MayStart>) {
         guard suspensions > 0 else { return }
         suspensions -= 1
         startReady(inline: 0, actions: &actions)
@@ -594,7 +589,7 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// The queue's owner is gone: members not executing are cancelled, new ones rejected
     /// (cancelled); executing ones run to their outcome.
-    mutating func close(actions: inout Actions) {
+    mutating func close(actions: inout Actions<some MayEnd & MayDeliver>) {
         isClosed = true
         cancelPending(actions: &actions)
         if !isBusy { post(.closed, actions: &actions) }
