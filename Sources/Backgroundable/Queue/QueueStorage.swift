@@ -293,7 +293,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 break  // Below, after the others.
             }
         }
-        if actions.delivers { deliver(startingWith: firstBatch) }
+        // No first batch: the settling corrected away everything the transition posted,
+        // and the role was freed as the batch was taken; another thread may hold it now.
+        if let firstBatch { deliver(startingWith: firstBatch) }
     }
 
     /// Starts ready members in rounds until nothing can start; the machine then frees
@@ -379,20 +381,15 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// made this thread the deliverer). Only one thread delivers at a time (the one the
     /// machine made the deliverer), so begin / end of background time, the delegate's
     /// calls and the events can never be reordered.
-    private func deliver(startingWith first: DeliveryBatch?) {
-        var batch = first ?? DeliveryBatch()
-        var taken = first != nil
-        while true {
-            if !taken {
-                guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
-            }
-            taken = false
+    private func deliver(startingWith first: DeliveryBatch) {
+        var batch = first
+        repeat {
             deliver(batch)
             // Dropped here, not by the next `takeBatch` under the lock: a delivered event
             // may hold the last reference to a unit, and a unit the last one to a
             // caller's value or closure, whose `deinit` may call this queue.
             batch.clear()
-        }
+        } while state.withLock({ takeBatch(from: &$0, into: &batch) })
     }
 
     /// Delivers one batch, in order.
