@@ -18,8 +18,9 @@ protocol DurableLaunchTask: Sendable {
 /// - ``launched(_:)`` runs the queue until no job is due and none runs, then completes
 ///   the launch — successfully unless the system ended it — and asks for the next launch
 ///   if jobs are left (due later, or given back). When the system ends the launch early,
-///   the running jobs are cancelled and given back to the store, their attempt not
-///   counted, before the launch completes.
+///   the running jobs — those of a ``DurableQueue/run()`` the app started at launch too —
+///   are cancelled and given back to the store, their attempt not counted, before the
+///   launch completes; claims resume then.
 final class DurableLaunches: Sendable {
     private let jobs: DurableQueue
     private let submit: @Sendable (_ earliestBeginDate: Date) throws -> Void
@@ -43,15 +44,34 @@ final class DurableLaunches: Sendable {
         }
     }
 
+    /// Where a launch stands, for its expiration handler.
+    private enum Launch {
+        case running, expired, completing
+    }
+
     func launched(_ task: some DurableLaunchTask) async {
         let work = Task { await jobs.runUntilIdle() }
-        let expired = Mutex(false)
-        task.setExpirationHandler {
-            expired.withLock { $0 = true }
-            work.cancel()
+        let launch = Mutex(Launch.running)
+        task.setExpirationHandler { [jobs] in
+            let expires = launch.withLock { launch in
+                guard launch == .running else { return false }
+                // Before anything is given back, so no loop claims it again (`run()`'s
+                // included); under this lock, so the completion below sees both or none.
+                jobs.pauseClaims()
+                launch = .expired
+                return true
+            }
+            if expires { work.cancel() }
         }
         await work.value
+        let expired = launch.withLock { launch in
+            defer { launch = .completing }
+            return launch == .expired
+        }
+        // The jobs a `run()` of the app's holds go back too, not only this launch's.
+        if expired { await jobs.giveBackHeldJobs() }
         await schedule()
-        task.setTaskCompleted(success: !expired.withLock { $0 })
+        if expired { jobs.resumeClaims() }
+        task.setTaskCompleted(success: !expired)
     }
 }

@@ -78,6 +78,9 @@ public final class DurableQueue: Sendable {
         var held: [DurableJobID: Held] = [:]
         /// A graceful shutdown began (`ServiceLifecycle` trait): claim nothing more.
         var isDraining = false
+        /// A background launch is ending early (``DurableLaunches``): claim nothing, and
+        /// give back what a claim on its way hands out, until ``resumeClaims()``.
+        var claimsPaused = false
         /// Claims on their way from the store, and the jobs removed meanwhile that this
         /// queue did not hold: such a claim may hand one out, and it must not start.
         /// Emptied whenever no claim is on its way, so it stays as small as they are few.
@@ -250,13 +253,51 @@ public final class DurableQueue: Sendable {
     /// Whether a graceful shutdown stopped the claims (tests wait for it).
     var isDraining: Bool { state.withLock { $0.isDraining } }
 
+    /// How many jobs this queue holds now (for tests).
+    var heldCount: Int { state.withLock { $0.held.count } }
+
+    // MARK: - The end of a background launch
+
+    /// The system is ending a background launch early: every loop (``run()`` and
+    /// ``runUntilIdle()`` alike) claims nothing more until ``resumeClaims()``, and a
+    /// claim on its way gives back what it hands out. Synchronous: call it from the
+    /// expiration handler, before anything is given back, so no loop claims it again.
+    func pauseClaims() {
+        state.withLock { $0.claimsPaused = true }
+    }
+
+    /// After ``pauseClaims()``: cancels the jobs this queue holds, whichever loop claimed
+    /// them, and returns once the store has every one back (their attempt not counted)
+    /// and no claim is on its way.
+    func giveBackHeldJobs() async {
+        let units = state.withLock { $0.held.values.compactMap(\.unit) }
+        for unit in units { unit.cancel() }
+        // Each held job's end (and each given-back claim) rings the doorbell.
+        while state.withLock({ !$0.held.isEmpty || $0.claimsInFlight > 0 }) {
+            await doorbell.wait(upTo: .milliseconds(100))
+        }
+    }
+
+    /// Ends ``pauseClaims()``: the loops claim again.
+    func resumeClaims() {
+        state.withLock { $0.claimsPaused = false }
+        doorbell.ring()
+    }
+
     // MARK: - The loop
 
     private func loop(untilIdle: Bool) async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.renewLeases() }
             while !Task.isCancelled {
-                let (kinds, running, isDraining) = state.withLock { ($0.kinds, $0.held.count, $0.isDraining) }
+                let (kinds, running, isDraining, isPaused) = state.withLock {
+                    ($0.kinds, $0.held.count, $0.isDraining, $0.claimsPaused)
+                }
+                if isPaused {
+                    if untilIdle, running == 0 { break }
+                    await doorbell.wait(upTo: pollInterval)
+                    continue
+                }
                 if isDraining || !queue.isAcceptingWork {
                     // Shutting down: let the jobs held end, claim no more.
                     if running == 0 { break }
@@ -306,6 +347,8 @@ public final class DurableQueue: Sendable {
             case run(Handler)
             case skip
             case giveBack
+            /// Claims are paused (``pauseClaims()``): held until the store has it back.
+            case giveBackHeld
         }
         let decision: Decision = state.withLock { state in
             // Removed from the store while its claim was on its way (it is gone there).
@@ -317,6 +360,10 @@ public final class DurableQueue: Sendable {
                 if held.unit == nil { state.held[job.id]?.reclaim = job }
                 return .skip
             }
+            if state.claimsPaused {
+                state.held[job.id] = Held()
+                return .giveBackHeld
+            }
             // Claimed by kind, so registered (kinds are never unregistered); else give it back.
             guard let handler = state.handlers[job.kind] else { return .giveBack }
             state.held[job.id] = Held()
@@ -327,6 +374,12 @@ public final class DurableQueue: Sendable {
             break
         case .giveBack:
             group.addTask { try? await self.store.release(job.id) }
+        case .giveBackHeld:
+            group.addTask {
+                try? await self.store.release(job.id)
+                self.state.withLock { $0.held[job.id] = nil }
+                self.doorbell.ring()
+            }
         case .run(let handler):
             let unit = runUnit(job, handler)
             group.addTask { await self.hold(job, unit, handler) }

@@ -10,8 +10,19 @@ import Testing
     private final class FakeTask: DurableLaunchTask {
         let expiration = Mutex<(@Sendable () -> Void)?>(nil)
         let completions = Mutex<[Bool]>([])
-        func setExpirationHandler(_ handler: @escaping @Sendable () -> Void) { expiration.withLock { $0 = handler } }
-        func setTaskCompleted(success: Bool) { completions.withLock { $0.append(success) } }
+        /// Signalled once the launch set its expiration handler.
+        let handlerSet = Signal()
+        /// Runs as the launch completes, before the completion is recorded.
+        let onCompletion: @Sendable () -> Void
+        init(onCompletion: @escaping @Sendable () -> Void = {}) { self.onCompletion = onCompletion }
+        func setExpirationHandler(_ handler: @escaping @Sendable () -> Void) {
+            expiration.withLock { $0 = handler }
+            handlerSet.signal()
+        }
+        func setTaskCompleted(success: Bool) {
+            onCompletion()
+            completions.withLock { $0.append(success) }
+        }
         func expire() { expiration.withLock { $0 }?() }
     }
 
@@ -73,5 +84,44 @@ import Testing
         let stored = try await store.jobs()
         #expect(stored.map(\.id) == [receipt.id] && stored.first?.attempt == 0)
         #expect(submitted.all.count == 1)  // the job is due again: ask for the next launch
+    }
+
+    /// DurableWork.md's setup runs `jobs.run()` from the app's launch, background launches
+    /// included: a job that loop holds goes back to the store too when the system ends the
+    /// launch early, before the launch completes, and the loop claims again after it.
+    @Test func anExpiredLaunchAlsoGivesBackTheJobsTheAppsRunHolds() async throws {
+        let setup = try await DurableSetup()
+        defer { setup.remove() }
+        let (store, jobs) = (setup.store, setup.jobs)
+        let started = Mutex(0)
+        let firstStart = Signal()
+        let restarted = Signal()
+        jobs.register(.note) { _, _ in
+            let count = started.withLock { count in
+                count += 1
+                return count
+            }
+            (count == 1 ? firstStart : restarted).signal()
+            try await Task.sleep(for: .seconds(60))
+        }
+        let receipt = try await jobs.add(.note, Note(text: "long upload"))
+        let app = Task { await jobs.run() }  // the app's own loop, started at launch
+        await firstStart.wait()
+        let heldAtCompletion = Mutex<Int?>(nil)
+        let (launches, _) = launches(jobs)
+        let task = FakeTask { heldAtCompletion.withLock { $0 = jobs.heldCount } }
+        let launch = Task { await launches.launched(task) }
+        await task.handlerSet.wait()
+        task.expire()
+        await launch.value
+        #expect(task.completions.withLock { $0 } == [false])
+        let gaveBack = heldAtCompletion.withLock { $0 } == 0
+        #expect(gaveBack)
+        // Claims resumed: the app's loop runs the job again (once it was given back).
+        if gaveBack { await restarted.wait() }
+        app.cancel()
+        await app.value
+        let stored = try await store.jobs()
+        #expect(stored.map(\.id) == [receipt.id] && stored.first?.attempt == 0)
     }
 }
