@@ -455,6 +455,29 @@ struct CoreRegressionTests {
         #expect(waited.all == [true], "the second unit's start waited for the delivery")
     }
 
+    /// A progress model with names (``BackgroundQueueActivity``) reads the first executing
+    /// members after every end. Behind one long-running member, in a first-in, first-out
+    /// run, every member that ended had started before the ones read: a reading that
+    /// passed them again would be O(n) per end (minutes here).
+    @Test(.timeLimit(.minutes(1))) func readingTheFirstExecutingMembersAfterEachEndCostsFlat() {
+        var machine = busyMachine()
+        var actions: Machine.ActionList = []
+        machine.watchProgress(names: true, actions: &actions)
+        let members = (0..<100_000).map(ModelMember.init)
+        let handles = members.map { machine.add(admission($0), actions: &actions)! }
+        while machine.drain(actions: &actions) {}
+        actions.removeAll()
+        for (index, handle) in handles.enumerated() {
+            machine.memberEnded(handle, .finished, actions: &actions)
+            actions.removeAll()
+            let reading = machine.readProgress(names: 8)
+            #expect(reading.executingMembers.first === holder)
+            if index + 1 < members.count {
+                #expect(reading.executingMembers.dropFirst().first === members[index + 1])
+            }
+        }
+    }
+
     @Test func lingeringBodiesOfOneNameAreSwept() {
         final class Returned: LingeringBody {
             var hasReturned: Bool { true }

@@ -54,11 +54,10 @@ struct ProgressTrackerTests {
         progress.memberAdmitted()
         progress.memberEnded()
         #expect(progress.admitted == 2 && progress.ended == 1)
-        #expect(progress.memberStarted(TicketQueue.Entry(slot: 0, ticket: 1)) == false)
-        #expect(progress.startOrder.count == 1)
+        #expect(progress.memberStarted() == false)  // nobody watches
         progress.removeAll()
-        // Idle: the start order goes, the last period's counts stay for readers.
-        #expect(progress.startOrder.isEmpty && progress.admitted == 2)
+        // Idle: the last period's counts stay for readers.
+        #expect(progress.admitted == 2)
         progress.periodBegan()
         #expect(progress.admitted == 0 && progress.ended == 0)
     }

@@ -1,6 +1,7 @@
 /// What watchers hear of a queue's progress: the members admitted and ended in the busy
-/// period, the partial progress of executing members as last sampled, and the order in
-/// which those started (for watchers that show their names).
+/// period, and the partial progress of executing members as last sampled. (The order in
+/// which those started, for watchers that show their names, is a list through the
+/// coordinator's records.)
 ///
 /// Reporting progress is a plain store in the member, so the queue samples it rather
 /// than being told: while someone watches and a member executes, a sample is due every
@@ -14,10 +15,6 @@ struct ProgressTracker {
     /// many of them reached their outcome: the queue's progress in whole members.
     private(set) var admitted = 0
     private(set) var ended = 0
-    /// The executing members in the order they started. An entry whose member stopped
-    /// executing is stale: the machine skips it, and compacts once stale entries
-    /// outnumber live ones.
-    private(set) var startOrder = TicketQueue()
     /// The partial progress of executing members as last sampled (non-zero values only),
     /// by slot (a member leaving its slot leaves this too), and their sum: what watchers
     /// hear between two samples.
@@ -75,11 +72,10 @@ struct ProgressTracker {
         posted = false
     }
 
-    /// A member started executing: it joins the start order. `true` when someone
-    /// watches (they hear it, and a sample may be due).
-    mutating func memberStarted(_ entry: TicketQueue.Entry) -> Bool {
-        startOrder.append(entry)
-        return watchers > 0
+    /// A member started executing: `true` when someone watches (they hear it, and a
+    /// sample may be due).
+    func memberStarted() -> Bool {
+        watchers > 0
     }
 
     /// Whether a sample must be scheduled (``scheduleSample(now:)``): someone watches,
@@ -116,19 +112,9 @@ struct ProgressTracker {
         sampledSum = sampled.isEmpty ? 0 : Swift.max(0, sampledSum - old)
     }
 
-    /// Stale start-order entries outnumber the `executing` members.
-    func startOrderIsMostlyStale(executing: Int) -> Bool {
-        startOrder.count > 64 + 2 * executing
-    }
-
-    mutating func compactStartOrder(_ isLive: (TicketQueue.Entry) -> Bool) {
-        startOrder.compact(isLive)
-    }
-
-    /// No member is left: forgets the start order and the samples (the period's counts
-    /// stay: watchers read them while idle).
+    /// No member is left: forgets the samples (the period's counts stay: watchers read
+    /// them while idle).
     mutating func removeAll() {
-        startOrder.removeAll()
         sampled = [:]
         sampledSum = 0
     }

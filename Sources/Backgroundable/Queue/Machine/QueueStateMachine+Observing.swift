@@ -139,8 +139,7 @@ extension QueueStateMachine {
         if progress.sampledSum != before { noteProgress(actions: &actions) }
     }
 
-    /// The progress as watchers hear it. O(1), plus O(`names`) and the stale start-order
-    /// entries it passes when names are watched.
+    /// The progress as watchers hear it. O(1), plus O(`names`) when names are watched.
     func readProgress(names limit: Int) -> ProgressReading {
         ProgressReading(
             isBusy: isBusy, admitted: progress.admitted, ended: progress.ended, enqueued: enqueuedCount,
@@ -148,13 +147,13 @@ extension QueueStateMachine {
             executingMembers: limit > 0 && progress.namesWatchers > 0 ? executingMembers(limit: limit).map(\.1) : [])
     }
 
-    /// Up to `limit` executing members, in the order they started. O(executing members)
-    /// at most: stale entries are at most as many as live ones, plus 64.
+    /// Up to `limit` executing members, in the order they started. O(`limit`).
     func executingMembers(limit: Int) -> [(Handle, Member)] {
         var members: [(Handle, Member)] = []
-        for entry in progress.startOrder.elements where Self.isStarted(entry, in: records) {
-            members.append((handle(of: entry.slot), records[Int(entry.slot)].member!))
-            if members.count == limit { break }
+        var cursor = firstStarted
+        while cursor >= 0, members.count < limit {
+            members.append((handle(of: cursor), records[Int(cursor)].member!))
+            cursor = records[Int(cursor)].startedAfter
         }
         return members
     }
@@ -166,12 +165,26 @@ extension QueueStateMachine {
         if progress.changed() { post(.progress, actions: &actions) }
     }
 
-    /// A member started executing: it joins the start order, and watchers hear it.
+    /// A member started executing: it joins the end of the start order (a list through
+    /// the records, so that reading the first executing members costs only as many as
+    /// are read, whatever ended before them), and watchers hear it.
     mutating func noteStarted(_ slot: Int32, actions: inout Actions<some MayDeliver & MayArmSleeper>) {
-        let entry = Self.startEntry(slot, in: records)
-        guard progress.memberStarted(entry) else { return }
+        records[Int(slot)].startedBefore = lastStarted
+        records[Int(slot)].startedAfter = -1
+        if lastStarted >= 0 { records[Int(lastStarted)].startedAfter = slot } else { firstStarted = slot }
+        lastStarted = slot
+        guard progress.memberStarted() else { return }
         noteProgress(actions: &actions)
         scheduleProgressSample(actions: &actions)
+    }
+
+    /// A member stopped executing (it left, or waits for its next attempt): it leaves the
+    /// start order, and its sampled progress no longer counts.
+    mutating func noteStopped(_ slot: Int32) {
+        let (before, after) = (records[Int(slot)].startedBefore, records[Int(slot)].startedAfter)
+        if before >= 0 { records[Int(before)].startedAfter = after } else { firstStarted = after }
+        if after >= 0 { records[Int(after)].startedBefore = before } else { lastStarted = before }
+        progress.forget(slot)
     }
 
     /// Arms the next sample of the executing members' progress while someone watches

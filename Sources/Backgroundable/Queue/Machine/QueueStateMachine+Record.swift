@@ -26,6 +26,10 @@ extension QueueStateMachine {
         var place = Place.ready
         /// The queue asked for it to end; its real end is on its way.
         var isEnding = false
+        /// While it executes: the members that started before and after it (-1 for none),
+        /// the start order watchers read names in (see ``noteStarted(_:actions:)``).
+        var startedBefore: Int32 = -1
+        var startedAfter: Int32 = -1
     }
 
     // MARK: Reading records
@@ -58,18 +62,6 @@ extension QueueStateMachine {
     static func isDelayed(_ entry: DeadlineHeap.Entry, in records: [Record]) -> Bool {
         let index = Int(entry.slot)
         return records[index].ticket == entry.ticket && records[index].place.isDelayed && !records[index].isEnding
-    }
-
-    /// The start-order entry of `slot`'s current attempt: its ticket mixed with the
-    /// attempt, so that a retried member's entry from an earlier attempt is stale (a
-    /// member has at most one live entry, and stale ones never outlive a compaction).
-    static func startEntry(_ slot: Int32, in records: [Record]) -> TicketQueue.Entry {
-        TicketQueue.Entry(slot: slot, ticket: records[Int(slot)].ticket ^ UInt64(records[Int(slot)].attempt) << 24)
-    }
-
-    /// Whether `entry` is the start of an executing member's current attempt.
-    static func isStarted(_ entry: TicketQueue.Entry, in records: [Record]) -> Bool {
-        records[Int(entry.slot)].place == .executing && entry == startEntry(entry.slot, in: records)
     }
 }
 

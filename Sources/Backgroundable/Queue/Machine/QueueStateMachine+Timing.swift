@@ -60,10 +60,6 @@ extension QueueStateMachine {
             let records = self.records
             timers.compactStartTimes { Self.isDelayed($0, in: records) }
         }
-        if progress.startOrderIsMostlyStale(executing: executingCount) {
-            let records = self.records
-            progress.compactStartOrder { Self.isStarted($0, in: records) }
-        }
         if ready.entryCount > 64 + 2 * ready.count {
             let records = self.records
             ready.compact { Self.isReady($0, rank: $1, in: records) }

@@ -72,6 +72,10 @@ struct QueueStateMachine<Member: AnyObject> {
 
     /// Ready members by rank, highest first; first come, first served within a rank.
     var ready = ReadyQueue()
+    /// The first and last executing members in the order they started (-1 for none); the
+    /// records link the rest (``Record/startedAfter``).
+    var firstStarted: Int32 = -1
+    var lastStarted: Int32 = -1
     /// Deadlines, start times and the sleeper that serves them.
     var timers = Timers()
     var lanes = Lanes()
@@ -463,7 +467,6 @@ struct QueueStateMachine<Member: AnyObject> {
         )
         liveCount -= 1
         progress.memberEnded()
-        progress.forget(slot)
         names.remove(slot)
         lanes.leave(slot, predecessor: place.isBlocked ? predecessor : -1)
         switch place {
@@ -482,6 +485,7 @@ struct QueueStateMachine<Member: AnyObject> {
         case .executing:
             executingCount -= 1
             if records[Int(slot)].timeout > 0 { timers.deadlineLeft() }
+            noteStopped(slot)
         }
         if place.isDelayed { timers.startTimeLeft() }
         if !place.isBlocked, successor >= 0 {
@@ -527,7 +531,7 @@ struct QueueStateMachine<Member: AnyObject> {
         }
         executingCount -= 1
         if records[Int(slot)].timeout > 0 { timers.deadlineLeft() }
-        progress.forget(slot)
+        noteStopped(slot)
         enqueuedCount += 1
         if delay > 0 {
             records[Int(slot)].place = .delayed
