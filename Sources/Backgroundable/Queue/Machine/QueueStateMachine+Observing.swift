@@ -169,7 +169,7 @@ extension QueueStateMachine {
     /// the records, so that reading the first executing members costs only as many as
     /// are read, whatever ended before them), and watchers hear it.
     mutating func noteStarted(_ slot: Int32, actions: inout Actions<some MayDeliver & MayArmSleeper>) {
-        records[Int(slot)].startedBefore = lastStarted
+        records[Int(slot)].predecessor = lastStarted  // see `Record.predecessor`
         records[Int(slot)].startedAfter = -1
         if lastStarted >= 0 { records[Int(lastStarted)].startedAfter = slot } else { firstStarted = slot }
         lastStarted = slot
@@ -181,9 +181,11 @@ extension QueueStateMachine {
     /// A member stopped executing (it left, or waits for its next attempt): it leaves the
     /// start order, and its sampled progress no longer counts.
     mutating func noteStopped(_ slot: Int32) {
-        let (before, after) = (records[Int(slot)].startedBefore, records[Int(slot)].startedAfter)
+        let (before, after) = (records[Int(slot)].predecessor, records[Int(slot)].startedAfter)
         if before >= 0 { records[Int(before)].startedAfter = after } else { firstStarted = after }
-        if after >= 0 { records[Int(after)].startedBefore = before } else { lastStarted = before }
+        if after >= 0 { records[Int(after)].predecessor = before } else { lastStarted = before }
+        records[Int(slot)].predecessor = -1
+        records[Int(slot)].startedAfter = -1
         progress.forget(slot)
     }
 
