@@ -1,4 +1,5 @@
 import BackgroundableTesting
+import Synchronization
 import Testing
 
 @testable import Backgroundable
@@ -86,6 +87,26 @@ struct EscalationTests {
         let awaiter = Task(priority: .high) { await joined.outcome }
         let escalation = await nextEscalation(&events)
         #expect(escalation?.0 === shared)
+        queue.resume()
+        #expect(await awaiter.value.kind == .finished)
+    }
+
+    /// PriorityEscalation.md: a unit is escalated "from the moment it is awaited, even
+    /// before its queue has taken it in", and a unit that joined shared work escalates
+    /// that work: an await that came before the join reaches the work it joins.
+    @Test func aJoinerAwaitedBeforeItsAddEscalatesTheWorkItJoins() async {
+        let (queue, _) = makeQueue(maxConcurrentTasks: 1)
+        var events = queue.events.makeAsyncIterator()
+        queue.suspend()
+        let shared = queue.add(.init(name: "refresh", priority: .background)) { $0.finish() }
+        let joiner = AsyncTask(.init(name: "refresh", priority: .background, uniquenessPolicy: .join)) {
+            $0.finish()
+        }
+        let awaiter = Task(priority: .high) { await joiner.outcome }
+        while joiner.escalation.load(ordering: .relaxed) == 0 { await Task.yield() }  // it awaits
+        #expect(queue.add(joiner))
+        let escalation = await nextEscalation(&events)
+        #expect(escalation?.0 === shared && escalation?.1 == .high)
         queue.resume()
         #expect(await awaiter.value.kind == .finished)
     }

@@ -51,7 +51,16 @@ extension AsyncTask: QueueMember {
             }
             switch joining {
             case .joined(let unrunWork):
-                return SettledDecision(applied: true, outcome: nil, remainder: .release(unrunWork))
+                guard let escalated = escalationToForward else {
+                    return SettledDecision(applied: true, outcome: nil, remainder: .release(unrunWork))
+                }
+                // Escalation takes the queue's lock: after unlocking, with the work's release.
+                return SettledDecision(
+                    applied: true, outcome: nil,
+                    remainder: .call {
+                        _ = unrunWork
+                        primary.escalate(to: escalated)
+                    })
             case .ended(let ending):
                 return SettledDecision(
                     applied: true, outcome: ending.outcome, remainder: .ending(PendingEnding(self, ending)))

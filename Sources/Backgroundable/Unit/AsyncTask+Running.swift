@@ -207,8 +207,19 @@ extension AsyncTask {
     func join(_ primary: AsyncTask, claimed: Bool) -> Bool {
         guard let joining = joining(primary, claimed: claimed) else { return false }
         // Its unrun work is released here, after unlocking.
-        if case .ended(let ending) = joining { ending.perform(for: self) }
+        switch joining {
+        case .ended(let ending): ending.perform(for: self)
+        case .joined: if let escalated = escalationToForward { primary.escalate(to: escalated) }
+        }
         return true
+    }
+
+    /// The priority a caller awaited the unit at before it joined shared work (noted, with
+    /// no work of its own to raise then), for the work it joined; `nil` when none did.
+    /// Later awaits escalate the shared work themselves.
+    var escalationToForward: TaskPriority? {
+        let escalated = escalation.load(ordering: .relaxed)
+        return escalated == 0 ? nil : TaskPriority(rawValue: escalated)
     }
 
     /// The transitions of ``join(_:claimed:)``, with nothing performed yet (see
