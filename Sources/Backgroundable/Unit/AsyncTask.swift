@@ -351,8 +351,11 @@ public final class AsyncTask: Sendable {
     ///
     /// Awaiting a unit from inside its own async body could never return — the unit
     /// ends only when the body does — so it is recognised: the unit is cancelled and
-    /// the await returns ``Outcome/cancelled`` at once. (Tasks the body creates are
-    /// other tasks; they wait normally.)
+    /// the await returns ``Outcome/cancelled`` at once. So is awaiting, from a body, a
+    /// unit that joined the work of that very body (``UniquenessPolicy/join`` on its own
+    /// name, as a recursive refresh may do): that work is cancelled, and both units end
+    /// ``Outcome/cancelled``. (Tasks the body creates are other tasks; they wait
+    /// normally.)
     public var outcome: Outcome {
         get async { await outcome(awaitingBefore: {}) }
     }
@@ -383,6 +386,14 @@ public final class AsyncTask: Sendable {
                     // the awaiting priority; applied after, to whatever it then is.
                     if escalates { noteEscalation(awaiting.rawValue) }
                     action()
+                    // The body of the unit running the work this one joined awaits it: that
+                    // could never return either (see above), so the work is cancelled, as a
+                    // unit awaited by its own body is, and this unit ends with it.
+                    if uniquenessPolicy.kind == .join, let primary = state.withLock({ $0.sharedWork?.primary }),
+                        primary !== self, primary.isAwaitedByItsOwnBody
+                    {
+                        primary.end(.cancelled)
+                    }
                     if escalates {
                         escalate(to: awaiting)
                     } else if uniquenessPolicy.kind == .join {

@@ -217,6 +217,24 @@ struct EdgeRegressionTests {
         #expect(try await caller.value >= .high)
     }
 
+    /// A body that joins its own name (a recursive token refresh) would wait for itself
+    /// until its timeout, if any: as for a body awaiting its own unit, the work is
+    /// cancelled and both calls end cancelled, at once.
+    @Test(.timeLimit(.minutes(1))) func aBodyJoiningItsOwnWorkEndsItCancelledInsteadOfWaitingForIt() async {
+        let (queue, _) = makeQueue()
+        let inner = Mutex<AsyncTask.Outcome?>(nil)
+        let outer = queue.add(.init(name: "token", uniquenessPolicy: .join)) { () async throws -> Int in
+            do {
+                return try await queue.run(.init(name: "token", uniquenessPolicy: .join)) { 2 }
+            } catch {
+                inner.withLock { $0 = error is CancellationError ? .cancelled : .failed(error) }
+                throw error
+            }
+        }
+        #expect(await outer.task.outcome.kind == .cancelled)
+        #expect(inner.withLock { $0?.kind } == .cancelled)
+    }
+
     @Test func aUnitAwaitedWhileInTheInboxIsAdmittedAtTheAwaitingPriority() async {
         let queue = BackgroundQueue(maxConcurrentTasks: 1, backgroundTaskProvider: NoopBackgroundTaskProvider())
         queue.suspend()
