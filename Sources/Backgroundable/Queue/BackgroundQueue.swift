@@ -478,6 +478,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
             Self.waitForLingeringBodies(of: unit, in: &lingering)
             machine.startEnqueued(actions: &actions)
         }
+        if unit.uniquenessPolicy.kind == .join { unit.forwardEscalationToSharedWork() }
     }
 
     /// Under the lock, as `unit` is admitted: with a name that deduplicates, it waits for
@@ -514,6 +515,7 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
                 Self.waitForLingeringBodies(of: unit, in: &lingering)
             }
         }
+        for unit in claimed where unit.uniquenessPolicy.kind == .join { unit.forwardEscalationToSharedWork() }
         return admissions.count
     }
 }

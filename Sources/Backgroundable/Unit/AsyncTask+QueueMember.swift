@@ -51,16 +51,7 @@ extension AsyncTask: QueueMember {
             }
             switch joining {
             case .joined(let unrunWork):
-                guard let escalated = escalationToForward else {
-                    return SettledDecision(applied: true, outcome: nil, remainder: .release(unrunWork))
-                }
-                // Escalation takes the queue's lock: after unlocking, with the work's release.
-                return SettledDecision(
-                    applied: true, outcome: nil,
-                    remainder: .call {
-                        _ = unrunWork
-                        primary.escalate(to: escalated)
-                    })
+                return SettledDecision(applied: true, outcome: nil, remainder: .release(unrunWork))
             case .ended(let ending):
                 return SettledDecision(
                     applied: true, outcome: ending.outcome, remainder: .ending(PendingEnding(self, ending)))

@@ -209,17 +209,18 @@ extension AsyncTask {
         // Its unrun work is released here, after unlocking.
         switch joining {
         case .ended(let ending): ending.perform(for: self)
-        case .joined: if let escalated = escalationToForward { primary.escalate(to: escalated) }
+        case .joined: forwardEscalationToSharedWork()
         }
         return true
     }
 
-    /// The priority a caller awaited the unit at before it joined shared work (noted, with
-    /// no work of its own to raise then), for the work it joined; `nil` when none did.
-    /// Later awaits escalate the shared work themselves.
-    var escalationToForward: TaskPriority? {
+    /// After its add, or its join: a caller that awaited the unit at a higher priority
+    /// before it joined shared work (noted, with no work of its own to raise then)
+    /// escalates the work it joined. Later awaits escalate the shared work themselves.
+    func forwardEscalationToSharedWork() {
         let escalated = escalation.load(ordering: .relaxed)
-        return escalated == 0 ? nil : TaskPriority(rawValue: escalated)
+        guard escalated != 0, let primary = state.withLock({ $0.sharedWork?.primary }), primary !== self else { return }
+        primary.escalate(to: TaskPriority(rawValue: escalated))
     }
 
     /// The transitions of ``join(_:claimed:)``, with nothing performed yet (see
