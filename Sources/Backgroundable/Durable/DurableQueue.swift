@@ -422,7 +422,8 @@ public final class DurableQueue: Sendable {
             state.withLock { $0.held[job.id]?.unit = nil }
             let hasEnded = await Task { [job] in await self.settle(job, outcome, handler) }.value
             let reclaim: DurableJobRecord? = state.withLock { state in
-                guard !hasEnded, let reclaim = state.held[job.id]?.reclaim else {
+                // While claims are paused, the job went back to the store: it is not run again.
+                guard !hasEnded, !state.claimsPaused, let reclaim = state.held[job.id]?.reclaim else {
                     state.held[job.id] = nil
                     return nil
                 }
