@@ -102,7 +102,7 @@ import Testing
                 return count
             }
             (count == 1 ? firstStart : restarted).signal()
-            try await Task.sleep(for: .seconds(60))
+            await suspendUntilCancelled()
         }
         let receipt = try await jobs.add(.note, Note(text: "long upload"))
         let app = Task { await jobs.run() }  // the app's own loop, started at launch

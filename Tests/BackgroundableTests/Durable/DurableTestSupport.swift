@@ -51,7 +51,7 @@ extension DurableQueue {
         let started = Signal()
         register(.note) { _, _ in
             started.signal()
-            try await Task.sleep(for: .seconds(60))
+            await suspendUntilCancelled()
         }
         return started
     }
