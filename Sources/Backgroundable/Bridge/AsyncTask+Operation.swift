@@ -13,7 +13,10 @@ extension AsyncTask {
     /// operation was cancelled by someone else.
     ///
     /// Cancelling the unit — ``cancel()``, its queue's `cancelAll()`, replacement,
-    /// timeout, a drop — cancels the operation. If the unit ends before it started, the
+    /// timeout, a drop — cancels the operation. The unit ends at once, as any unit does;
+    /// the operation's `main()` is its body, which may still run: as for an async body,
+    /// a unit that replaced it runs after the operation finished, and a shutdown's
+    /// cancellation period waits for it. If the unit ends before it started, the
     /// operation is still run to `isFinished` (without running its work), so code
     /// waiting on it is never left hanging.
     ///
@@ -26,7 +29,7 @@ extension AsyncTask {
         let adopted = AdoptedOperation(operation)
         var options = options
         if options.name == nil { options.name = operation.name }
-        self.init(options, work: .callback { task in adopted.run(for: task) })
+        self.init(options, styleTimeout: AsyncTask.defaultTimeout, work: .operation { await adopted.run() })
         whenEnded { outcome in adopted.unitEnded(outcome) }
     }
 }
@@ -107,16 +110,19 @@ private final class AdoptedOperation: Sendable {
         }
     }
 
-    /// The unit's work: run the operation, end the unit when it finished.
-    func run(for task: AsyncTask) {
+    /// The unit's body: runs the operation and returns once it finished, so the unit's
+    /// `Task` lasts as long as the operation's work (what a replacing unit and a
+    /// shutdown wait for). An operation cancelled by someone else cancels the unit.
+    func run() async {
         guard claim() else { return }
         let operation = operation
-        BridgeQueue.whenFinished(operation) {
-            if operation.isCancelled { task.cancel() } else { task.finish() }
+        await withContinuation { (finished: Continuation<Void>) in
+            BridgeQueue.whenFinished(operation) { finished.resume() }
+            if !operation.isFinished && !operation.isExecuting {
+                BridgeQueue.shared.addOperation(operation)
+            }
         }
-        if !operation.isFinished && !operation.isExecuting {
-            BridgeQueue.shared.addOperation(operation)
-        }
+        if operation.isCancelled { AsyncTask.current?.cancel() }
     }
 
     /// The unit ended: a cancellation of any kind reaches the operation. An operation the

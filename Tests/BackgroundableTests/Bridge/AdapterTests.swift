@@ -98,6 +98,49 @@ struct OperationToTaskAdapterTests {
         await waitUntilFinished(operation)
         #expect(operation.isCancelled)
     }
+
+    /// An operation that blocks its thread until `release`, then takes a while to save
+    /// its state (work, not a wait for ordering) before it records `returned`.
+    private func blockingOperation(started: Signal, release: DispatchSemaphore, order: Recorder<String>) -> Operation {
+        BlockOperation {
+            started.signal()
+            release.wait()
+            Thread.sleep(forTimeInterval: 0.05)
+            order.append("main returned")
+        }
+    }
+
+    @Test func aUnitThatReplacedAnOperationRunsAfterTheOperationsMainReturned() async {
+        let (queue, _) = makeQueue()
+        let (started, release, order) = (Signal(), DispatchSemaphore(value: 0), Recorder<String>())
+        let replaced = queue.add(
+            blockingOperation(started: started, release: release, order: order),
+            options: .init(name: "sync", timeout: nil, uniquenessPolicy: .replace))
+        await started.wait()
+        let newcomer = queue.add(.init(name: "sync", timeout: nil, uniquenessPolicy: .replace)) { task in
+            order.append("newcomer")
+            task.finish()
+        }
+        #expect(await replaced.outcome.kind == .replaced)
+        release.signal()
+        #expect(await newcomer.outcome.kind == .finished)
+        #expect(order.all == ["main returned", "newcomer"])
+    }
+
+    @Test func aShutdownWaitsForTheMainOfAnOperationItCancelled() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(600))
+        let queue = BackgroundQueue(name: "legacy", backgroundTaskProvider: shutdown)
+        let (started, release, order) = (Signal(), DispatchSemaphore(value: 0), Recorder<String>())
+        let unit = queue.add(blockingOperation(started: started, release: release, order: order))
+        unit.whenEnded { _ in release.signal() }  // main() learns of the cancellation
+        await started.wait()
+        shutdown.requestShutdown()
+        let report = await shutdown.drain(queue)
+        order.append("drain returned")
+        #expect(report.ending == .expired(.gracePeriodEnded), "\(report)")
+        #expect(unit.currentOutcome?.kind == .cancelled)
+        #expect(order.all == ["main returned", "drain returned"])
+    }
 }
 
 @Suite(.timeLimit(.minutes(1)))
