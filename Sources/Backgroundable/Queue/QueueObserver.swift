@@ -1,6 +1,7 @@
 /// Hears every per-member event of a queue — and the expiration of its background time
 /// — in order, on the thread that delivers the queue's events, outside every lock
-/// (the thread a unit ended on, or the one adding work: never a dedicated one).
+/// (the thread a unit ended on or the one adding work, or a task that took over from
+/// it when other threads kept posting: never a dedicated thread).
 ///
 /// The `Tracing` trait observes queues this way: the queue's rules stay in its state
 /// machine, and an observer only turns its events into spans. A queue gets its

@@ -346,7 +346,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// What the deliverer takes out of the machine under the lock, at once: deliveries
     /// and the listeners to tell.
-    private struct DeliveryBatch {
+    private struct DeliveryBatch: Sendable {
         var deliveries: [Machine.Delivery] = []
         var listeners: [AsyncStream<BackgroundQueue.Event>.Continuation] = []
         var watchers: [ProgressWatcher] = []
@@ -381,13 +381,37 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// made this thread the deliverer). Only one thread delivers at a time (the one the
     /// machine made the deliverer), so begin / end of background time, the delegate's
     /// calls and the events can never be reordered.
+    ///
+    /// The thread whose step made it the deliverer delivers at most
+    /// ``inlineDeliveryBatches`` batches: its own, and what its deliveries posted in
+    /// turn (a busy period's begin posts its members' starts). What other threads keep
+    /// posting meanwhile goes to a task, which holds the role from then on: an `add`
+    /// (from the main thread, say) never stays to deliver the events of other threads'
+    /// units for as long as they keep coming.
     private func deliver(startingWith first: DeliveryBatch) {
         var batch = first
-        repeat {
+        for _ in 0..<Self.inlineDeliveryBatches {
             deliver(batch)
             // Dropped here, not by the next `takeBatch` under the lock: a delivered event
             // may hold the last reference to a unit, and a unit the last one to a
             // caller's value or closure, whose `deinit` may call this queue.
+            batch.clear()
+            guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
+        }
+        // This thread delivered its share and took the next batch: the role passes on.
+        let rest = batch
+        Task.detached { self.deliverUntilEmpty(startingWith: rest) }
+    }
+
+    /// The batches a thread delivers before it hands the role to a task (see
+    /// ``deliver(startingWith:)``).
+    static var inlineDeliveryBatches: Int { 2 }
+
+    /// The task that took the role over delivers until the outbox is empty.
+    private func deliverUntilEmpty(startingWith first: DeliveryBatch) {
+        var batch = first
+        repeat {
+            deliver(batch)
             batch.clear()
         } while state.withLock({ takeBatch(from: &$0, into: &batch) })
     }

@@ -264,6 +264,35 @@ struct CoreRegressionTests {
         await queue.waitUntilIdle()
     }
 
+    @Test func anAddThatBecameTheDelivererLeavesOtherThreadsEventsToATask() async {
+        let observer = SteppingObserver()
+        let queue = BackgroundQueue(
+            label: "deliverer", maxConcurrentTasks: nil, backgroundTaskProvider: RecordingBackgroundTaskProvider(),
+            expirationPolicy: .cancelAll, observers: [observer], measurer: nil)
+        queue.suspend()  // the units stay enqueued: one event each
+        @Sendable func unit(_ name: String) -> AsyncTask { AsyncTask(.init(name: name, timeout: nil)) { $0.finish() } }
+        // The adder's add makes it the deliverer; it waits in the observer on each of its
+        // deliveries, and while it waits, another unit is added: a batch of its own.
+        let addReturned = Signal()
+        Thread {
+            Thread.current.threadDictionary[SteppingObserver.adder] = true
+            queue.add(unit("0"))
+            addReturned.signal()
+        }
+        .start()
+        var delivered = observer.delivered.makeAsyncIterator()
+        for next in 1...4 {
+            guard let (_, onAdder) = await delivered.next() else { break }
+            queue.add(unit("\(next)"))
+            if onAdder { observer.open.signal() }
+        }
+        if let (_, onAdder) = await delivered.next(), onAdder { observer.open.signal() }
+        await addReturned.wait()
+        #expect(observer.deliveredOnAdder.all == ["0", "1"], "its own batch and one more, not every later one")
+        queue.resume()
+        await queue.waitUntilIdle()
+    }
+
     @Test func theExpiryOfAnEndedBusyPeriodLeavesTheNextPeriodAlone() async {
         let provider = RecordingBackgroundTaskProvider()
         let observer = BlockingObserver()
@@ -532,6 +561,24 @@ private final class BlockingObserver: QueueObserver {
         guard !entered.isSignalled else { return }
         entered.signal()
         open.wait()  // A thread of the test's own, never a cooperative one.
+    }
+}
+
+/// Reports each `enqueued` event it hears (the unit's name, and whether the thread marked
+/// ``adder`` delivers it), and on that thread waits for `open` after each one.
+private final class SteppingObserver: QueueObserver {
+    static let adder = "adder"
+    let open = DispatchSemaphore(value: 0)
+    let deliveredOnAdder = Recorder<String>()
+    let (delivered, report) = AsyncStream<(String, Bool)>.makeStream()
+    var events: ObservedEvents { .enqueued }
+
+    func observe(_ event: QueueEvent<AsyncTask>) {
+        guard case .enqueued(let unit) = event else { return }
+        let onAdder = Thread.current.threadDictionary[Self.adder] != nil
+        if onAdder { deliveredOnAdder.append(unit.name ?? "") }
+        report.yield((unit.name ?? "", onAdder))
+        if onAdder { open.wait() }  // A thread of the test's own, never a cooperative one.
     }
 }
 

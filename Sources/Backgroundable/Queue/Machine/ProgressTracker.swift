@@ -134,3 +134,5 @@ extension QueueStateMachine {
         var executingMembers: [Member] = []
     }
 }
+
+extension QueueStateMachine.ProgressReading: Sendable where Member: Sendable {}
