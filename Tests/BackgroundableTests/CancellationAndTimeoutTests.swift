@@ -1,5 +1,6 @@
 import BackgroundableTesting
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -213,6 +214,30 @@ struct TimeoutTests {
         #expect(waiting.currentOutcome == nil)
         clock.advance(by: .seconds(1))
         #expect(await waiting.outcome.kind == .timedOut)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aSlowEndHookOfAReplacedUnitDoesNotHoldBackTheNewcomersDeadline() async {
+        let clock = TestClock()
+        let (queue, _) = makeQueue(clock: clock)
+        let (hookEntered, release) = (Signal(), DispatchSemaphore(value: 0))
+        let slowHook: @Sendable (AsyncTask.Outcome) -> Void = { _ in
+            hookEntered.signal()
+            release.wait()  // on the adding thread, one of the test's own
+        }
+        let added = clock.now
+        let delayed = queue.add(.init(name: "sync", timeout: nil, notBefore: .after(.seconds(60)), onEnd: slowHook)) {
+            _ in
+        }
+        await clock.waitForSleeper(until: added.advanced(by: .seconds(60)))
+        // One step replaces the delayed unit (its hook runs after the step) and starts
+        // the newcomer, whose deadline comes first.
+        let newcomer = AsyncTask(.init(name: "sync", timeout: .seconds(5), uniquenessPolicy: .replace)) { $0.finish() }
+        Thread { queue.add(newcomer) }.start()
+        await hookEntered.wait()
+        await clock.waitForSleeper(until: added.advanced(by: .seconds(5)))  // armed while the hook runs
+        release.signal()
+        #expect(await delayed.outcome.kind == .replaced)
+        #expect(await newcomer.outcome.kind == .finished)
     }
 
     @Test func anEarlierDeadlineRearmsTheSleeper() async {

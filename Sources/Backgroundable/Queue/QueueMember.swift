@@ -92,6 +92,10 @@ struct SettledRemainders {
         if case .none = first { first = remainder } else { more.append(remainder) }
     }
 
+    var isEmpty: Bool {
+        if case .none = first { true } else { false }
+    }
+
     /// Performs them all, in order, after unlocking.
     func perform() {
         first.perform()

@@ -214,8 +214,18 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func performAfterUnlocking(
         _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
     ) {
+        guard !settled.isEmpty else {
+            if !actions.isEmpty { perform(actions, firstBatch) }
+            return
+        }
+        // The remainders run end hooks, caller code that may take its time: the
+        // deadlines of this step are armed first, so as not to wait for them.
+        actions.visit { action in
+            guard case .armSleeper(let deadline, let generation) = action else { return }
+            armSleeper(until: deadline, generation: generation)
+        }
         settled.perform()
-        if !actions.isEmpty { perform(actions, firstBatch) }
+        perform(actions, firstBatch, sleeperArmed: true)
     }
 
     /// Under the lock: adds what was pushed, as a run of single adds; each admitted
@@ -268,7 +278,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// Performs the actions in order, except the delivery, which comes last: the new
     /// deliverer delivers until the outbox is empty, and the members this transition
     /// started must not wait for that.
-    private func perform(_ actions: Machine.ActionList, _ firstBatch: DeliveryBatch?) {
+    private func perform(_ actions: Machine.ActionList, _ firstBatch: DeliveryBatch?, sleeperArmed: Bool = false) {
         actions.visit { action in
             switch action {
             case .start(let member, let priority):
@@ -286,7 +296,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 let samples = members.map { ($0.0, $0.1.reportedProgress ?? 0) }
                 transition { machine, actions in machine.progressSampled(samples, actions: &actions) }
             case .armSleeper(let deadline, let generation):
-                armSleeper(until: deadline, generation: generation)
+                if !sleeperArmed { armSleeper(until: deadline, generation: generation) }
             case .spawnDrainer:
                 Task.detached { self.drain() }
             case .deliver:
