@@ -397,34 +397,28 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// turn (a busy period's begin posts its members' starts). What other threads keep
     /// posting meanwhile goes to a task, which holds the role from then on: an `add`
     /// (from the main thread, say) never stays to deliver the events of other threads'
-    /// units for as long as they keep coming.
-    private func deliver(startingWith first: DeliveryBatch) {
+    /// units for as long as they keep coming. That task (`byATask`) delivers until the
+    /// outbox is empty.
+    private func deliver(startingWith first: DeliveryBatch, byATask: Bool = false) {
         var batch = first
-        for _ in 0..<Self.inlineDeliveryBatches {
+        var delivered = 0
+        repeat {
             deliver(batch)
             // Dropped here, not by the next `takeBatch` under the lock: a delivered event
             // may hold the last reference to a unit, and a unit the last one to a
             // caller's value or closure, whose `deinit` may call this queue.
             batch.clear()
+            delivered += 1
             guard state.withLock({ takeBatch(from: &$0, into: &batch) }) else { return }
-        }
+        } while byATask || delivered < Self.inlineDeliveryBatches
         // This thread delivered its share and took the next batch: the role passes on.
         let rest = batch
-        Task.detached { self.deliverUntilEmpty(startingWith: rest) }
+        Task.detached { self.deliver(startingWith: rest, byATask: true) }
     }
 
     /// The batches a thread delivers before it hands the role to a task (see
-    /// ``deliver(startingWith:)``).
+    /// ``deliver(startingWith:byATask:)``).
     static var inlineDeliveryBatches: Int { 2 }
-
-    /// The task that took the role over delivers until the outbox is empty.
-    private func deliverUntilEmpty(startingWith first: DeliveryBatch) {
-        var batch = first
-        repeat {
-            deliver(batch)
-            batch.clear()
-        } while state.withLock({ takeBatch(from: &$0, into: &batch) })
-    }
 
     /// Delivers one batch, in order.
     private func deliver(_ batch: DeliveryBatch) {
