@@ -214,18 +214,27 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func performAfterUnlocking(
         _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
     ) {
-        guard !settled.isEmpty else {
-            if !actions.isEmpty { perform(actions, firstBatch) }
-            return
+        if !settled.isEmpty {
+            performSettling(actions, settled, firstBatch)
+        } else if !actions.isEmpty {
+            perform(actions, firstBatch)
         }
-        // The remainders run end hooks, caller code that may take its time: the
-        // deadlines of this step are armed first, so as not to wait for them.
+    }
+
+    /// ``performAfterUnlocking(_:_:_:)`` for a step that settled members. Their remainders
+    /// run end hooks, caller code that may take its time: the step's deadlines are armed
+    /// first, so as not to wait for them (``perform(_:_:)`` arms them again, a no-op).
+    /// Not inlined: the common step settles nothing.
+    @inline(never)
+    private func performSettling(
+        _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
+    ) {
         actions.visit { action in
             guard case .armSleeper(let deadline, let generation) = action else { return }
             armSleeper(until: deadline, generation: generation)
         }
         settled.perform()
-        perform(actions, firstBatch, sleeperArmed: true)
+        perform(actions, firstBatch)
     }
 
     /// Under the lock: adds what was pushed, as a run of single adds; each admitted
@@ -278,7 +287,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// Performs the actions in order, except the delivery, which comes last: the new
     /// deliverer delivers until the outbox is empty, and the members this transition
     /// started must not wait for that.
-    private func perform(_ actions: Machine.ActionList, _ firstBatch: DeliveryBatch?, sleeperArmed: Bool = false) {
+    private func perform(_ actions: Machine.ActionList, _ firstBatch: DeliveryBatch?) {
         actions.visit { action in
             switch action {
             case .start(let member, let priority):
@@ -296,7 +305,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 let samples = members.map { ($0.0, $0.1.reportedProgress ?? 0) }
                 transition { machine, actions in machine.progressSampled(samples, actions: &actions) }
             case .armSleeper(let deadline, let generation):
-                if !sleeperArmed { armSleeper(until: deadline, generation: generation) }
+                armSleeper(until: deadline, generation: generation)
             case .spawnDrainer:
                 Task.detached { self.drain() }
             case .deliver:
@@ -338,9 +347,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             }
         }
         // Actions of two transitions may be performed out of order: only a newer
-        // generation replaces (and cancels) the sleeper kept here.
+        // generation replaces (and cancels) the sleeper kept here. One armed twice (see
+        // ``performSettling(_:_:_:)``) keeps the first.
         let superseded = state.withLock { locked -> Task<Void, Never>? in
-            if let current = locked.sleeper, current.generation > generation { return task }
+            if let current = locked.sleeper, current.generation >= generation { return task }
             defer { locked.sleeper = (generation, task) }
             return locked.sleeper?.task
         }
