@@ -223,8 +223,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
 
     /// ``performAfterUnlocking(_:_:_:)`` for a step that settled members. Their remainders
     /// run end hooks, caller code that may take its time: the step's deadlines are armed
-    /// first, so as not to wait for them (``perform(_:_:)`` arms them again, a no-op).
-    /// Not inlined: the common step settles nothing.
+    /// first, so as not to wait for them (``perform(_:_:)`` arms them again, and that
+    /// second sleeper is cancelled at once). Not inlined: the common step settles nothing.
     @inline(never)
     private func performSettling(
         _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?

@@ -103,7 +103,7 @@ import Testing
         // Restart: this process runs what is left, to the end.
         let store = try await FileJobStore(directory: directory.url)
         let before = try await store.jobs()
-        let ranAfterRestart = Mutex<Set<String>>([])
+        let ranAfterRestart = Lock<Set<String>>([])
         let jobs = DurableQueue(store: store, queue: BackgroundQueue(maxConcurrentTasks: 3))
         struct Work: Codable, Sendable {
             var milliseconds: Int

@@ -8,8 +8,8 @@ import Testing
 /// through a fake system task and a recording submit.
 @Suite struct DurableLaunchesTests {
     private final class FakeTask: DurableLaunchTask {
-        let expiration = Mutex<(@Sendable () -> Void)?>(nil)
-        let completions = Mutex<[Bool]>([])
+        let expiration = Lock<(@Sendable () -> Void)?>(nil)
+        let completions = Lock<[Bool]>([])
         /// Signalled once the launch set its expiration handler.
         let handlerSet = Signal()
         /// Runs as the launch completes, before the completion is recorded.
@@ -27,7 +27,7 @@ import Testing
     }
 
     private final class Submissions: Sendable {
-        private let dates = Mutex<[Date]>([])
+        private let dates = Lock<[Date]>([])
         func record(_ date: Date) { dates.withLock { $0.append(date) } }
         var all: [Date] { dates.withLock { $0 } }
     }
@@ -93,7 +93,7 @@ import Testing
         let setup = try await DurableSetup()
         defer { setup.remove() }
         let (store, jobs) = (setup.store, setup.jobs)
-        let started = Mutex(0)
+        let started = Lock(0)
         let firstStart = Signal()
         let restarted = Signal()
         jobs.register(.note) { _, _ in
@@ -107,7 +107,7 @@ import Testing
         let receipt = try await jobs.add(.note, Note(text: "long upload"))
         let app = Task { await jobs.run() }  // the app's own loop, started at launch
         await firstStart.wait()
-        let heldAtCompletion = Mutex<Int?>(nil)
+        let heldAtCompletion = Lock<Int?>(nil)
         let (launches, _) = launches(jobs)
         let task = FakeTask { heldAtCompletion.withLock { $0 = jobs.heldCount } }
         let launch = Task { await launches.launched(task) }

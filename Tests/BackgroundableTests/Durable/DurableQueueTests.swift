@@ -262,7 +262,7 @@ import Testing
         let holdsCompletes: Bool
         let completing = Signal()
         let resume = Signal()
-        private let handedOut = Mutex<[DurableJobRecord]>([])
+        private let handedOut = Lock<[DurableJobRecord]>([])
         init(_ base: FileJobStore, holdingCompletes: Bool = false) {
             self.holdsCompletes = holdingCompletes
             super.init(base)
@@ -340,7 +340,7 @@ import Testing
         let retried = Signal()
         let resume = Signal()
         let reclaimed = Signal()
-        private let retriedID = Mutex<DurableJobID?>(nil)
+        private let retriedID = Lock<DurableJobID?>(nil)
         override func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
             let claimed = try await base.claim(kinds: kinds, limit: limit, lease: lease)
             if let id = retriedID.withLock({ $0 }), claimed.contains(where: { $0.id == id }) { reclaimed.signal() }

@@ -397,8 +397,8 @@
         @Test func aQueueLosesNoJobWhenItsConnectionsDrop() async throws {
             let victim = "backgroundable-victim-\(UUID().uuidString.prefix(8))"
             try await withPostgres(clients: 2, applicationNames: [nil, victim]) { database in
-                let errors = Mutex<[any Error]>([])
-                let ran = Mutex<Set<DurableJobID>>([])
+                let errors = Lock<[any Error]>([])
+                let ran = Lock<Set<DurableJobID>>([])
                 let jobs = DurableQueue(
                     // A short time limit: postgres-nio can leave a call waiting forever for a
                     // connection after connections drop, and the queue waits on its calls.
