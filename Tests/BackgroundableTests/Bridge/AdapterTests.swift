@@ -99,13 +99,12 @@ struct OperationToTaskAdapterTests {
         #expect(operation.isCancelled)
     }
 
-    /// An operation that blocks its thread until `release`, then takes a while to save
-    /// its state (work, not a wait for ordering) before it records `returned`.
+    /// An operation that blocks its thread until `release`, then records that its
+    /// `main()` returned.
     private func blockingOperation(started: Signal, release: DispatchSemaphore, order: Recorder<String>) -> Operation {
         BlockOperation {
             started.signal()
             release.wait()
-            Thread.sleep(forTimeInterval: 0.05)
             order.append("main returned")
         }
     }
