@@ -240,6 +240,34 @@ struct TimeoutTests {
         #expect(await newcomer.outcome.kind == .finished)
     }
 
+    @Test(.timeLimit(.minutes(1))) func aSlowEndHookOfATimedOutUnitDoesNotHoldBackTheNextDeadline() async {
+        let clock = TestClock()
+        let (queue, _) = makeQueue(clock: clock)
+        let (hookEntered, release, hookReturns) = (Signal(), DispatchSemaphore(value: 0), Recorder<Bool>())
+        let slowHook: @Sendable (AsyncTask.Outcome) -> Void = { _ in
+            hookEntered.signal()
+            // On the sleeper's thread, a cooperative one: the only test that blocks one,
+            // because a timeout's step runs nowhere else. Bounded, so that it never stays
+            // blocked; `true` when the test released it.
+            hookReturns.append(release.wait(timeout: .now() + 10) == .success)
+        }
+        let (started, firstRuns, secondRuns) = (clock.now, Signal(), Signal())
+        let first = queue.add(.init(timeout: .seconds(1), onEnd: slowHook)) { _ in firstRuns.signal() }
+        let second = queue.add(.init(timeout: .seconds(2))) { _ in secondRuns.signal() }
+        await firstRuns.wait()
+        await secondRuns.wait()  // both deadlines count from `started`
+        await clock.waitForSleeper(until: started.advanced(by: .seconds(1)))
+        clock.advance(by: .seconds(1))
+        await hookEntered.wait()
+        // The first unit's hook still runs: the second deadline is slept on all the same.
+        await clock.waitForSleeper(until: started.advanced(by: .seconds(2)))
+        clock.advance(by: .seconds(1))
+        #expect(await second.outcome.kind == .timedOut)
+        release.signal()
+        #expect(await first.outcome.kind == .timedOut)
+        #expect(hookReturns.all == [true])
+    }
+
     @Test func anEarlierDeadlineRearmsTheSleeper() async {
         let (queue, _) = makeQueue()
         let long = queue.add(.init(timeout: .seconds(30))) { _ in }

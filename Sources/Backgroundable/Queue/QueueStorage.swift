@@ -119,6 +119,15 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     private func withLocked<Result>(
         into actions: inout Machine.ActionList, _ body: (inout Locked, inout Machine.ActionList) -> Result
     ) -> Result {
+        let (result, settled, firstBatch) = lockedStep(into: &actions, body)
+        performAfterUnlocking(actions, settled, firstBatch)
+        return result
+    }
+
+    /// ``withLocked(into:_:)`` up to unlocking: what the caller must perform next.
+    private func lockedStep<Result>(
+        into actions: inout Machine.ActionList, _ body: (inout Locked, inout Machine.ActionList) -> Result
+    ) -> (Result, SettledRemainders, DeliveryBatch?) {
         var settled = SettledRemainders()
         var firstBatch: DeliveryBatch?
         var levels: (enqueued: Int, executing: Int, version: UInt64)?
@@ -141,8 +150,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         if let levels {
             measurer?.levelsChanged(enqueued: levels.enqueued, executing: levels.executing, version: levels.version)
         }
-        performAfterUnlocking(actions, settled, firstBatch)
-        return result
+        return (result, settled, firstBatch)
     }
 
     /// Under the lock: settles the transition's decisions about members (see
@@ -336,7 +344,10 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     ///
     /// It holds the storage weakly, and the storage's `deinit` cancels it: nothing armed
     /// keeps a queue alive (its live members do, each one retains the storage).
-    private func armSleeper(until deadline: Int64, generation: UInt64) {
+    ///
+    /// A sleeper `handingOver` its role passes it to the new one, of its own generation,
+    /// and stops (see ``deadlineReached(generation:)``).
+    private func armSleeper(until deadline: Int64, generation: UInt64, handingOver: Bool = false) {
         let sleep = clock.sleep
         let task = Task.detached(priority: .high) { [weak self] in
             var deadline = deadline
@@ -350,16 +361,49 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         // generation replaces (and cancels) the sleeper kept here. One armed twice (see
         // ``performSettling(_:_:_:)``) keeps the first.
         let superseded = state.withLock { locked -> Task<Void, Never>? in
-            if let current = locked.sleeper, current.generation >= generation { return task }
+            if let current = locked.sleeper,
+                current.generation > generation || (current.generation == generation && !handingOver)
+            {
+                return task
+            }
             defer { locked.sleeper = (generation, task) }
-            return locked.sleeper?.task
+            // The one handing over is the caller, which stops by itself.
+            return handingOver && locked.sleeper?.generation == generation ? nil : locked.sleeper?.task
         }
         superseded?.cancel()
     }
 
     /// The sleeper of `generation` woke up; the next deadline, or `nil` when it stops.
+    ///
+    /// A step that times members out runs caller code before it returns (their end
+    /// hooks, the observers of their operations, a provider as the queue goes idle):
+    /// so that a slow one does not hold back the deadlines after it, such a step first
+    /// hands the sleeping over to a new sleeper, and this one stops.
     private func deadlineReached(generation: UInt64) -> Int64? {
-        transition { machine, actions in machine.deadlineReached(generation: generation, actions: &actions) }
+        var actions = Machine.ActionList()
+        let (next, settled, firstBatch) = lockedStep(into: &actions) { locked, actions in
+            locked.machine.deadlineReached(generation: generation, actions: &actions)
+        }
+        guard let next, !settled.isEmpty || Self.runsCallerCode(actions) else {
+            performAfterUnlocking(actions, settled, firstBatch)
+            return next
+        }
+        armSleeper(until: next, generation: generation, handingOver: true)
+        performAfterUnlocking(actions, settled, firstBatch)
+        return nil
+    }
+
+    /// Whether performing `actions` may run caller code: anything but starting members
+    /// and arming tasks.
+    private static func runsCallerCode(_ actions: Machine.ActionList) -> Bool {
+        var runs = false
+        actions.visit { action in
+            switch action {
+            case .start, .armSleeper, .spawnDrainer: break
+            default: runs = true
+            }
+        }
+        return runs
     }
 
     // MARK: Deliveries
