@@ -246,9 +246,9 @@ struct TimeoutTests {
         let (hookEntered, release, hookReturns) = (Signal(), DispatchSemaphore(value: 0), Recorder<Bool>())
         let slowHook: @Sendable (AsyncTask.Outcome) -> Void = { _ in
             hookEntered.signal()
-            // On the sleeper's thread, a cooperative one: the only test that blocks one,
-            // because a timeout's step runs nowhere else. Bounded, so that it never stays
-            // blocked; `true` when the test released it.
+            // On the sleeper's thread, a cooperative one: a timeout's step runs nowhere
+            // else. Bounded, so that it never stays blocked; `true` when the test
+            // released it.
             hookReturns.append(release.wait(timeout: .now() + 10) == .success)
         }
         let (started, firstRuns, secondRuns) = (clock.now, Signal(), Signal())
