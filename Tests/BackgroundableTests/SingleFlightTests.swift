@@ -282,6 +282,91 @@ struct SingleFlightTests {
         await operations.waitUntilIdle()
     }
 
+    /// The unit that a newcomer would join is being cancelled as it arrives: its only
+    /// awaiting caller stopped awaiting, and its end (held here by its end hook) has not
+    /// reached the queue, which still counts it. The newcomer does not share that
+    /// cancellation: it is added as work of its own, and runs. With a listener a join is
+    /// settled under the queue's lock, without one after it: both are covered.
+    @Test(arguments: [false, true])
+    func aNewcomerMeetingAbandonedWorkRunsItsOwn(listening: Bool) async throws {
+        let (queue, _) = makeQueue()
+        let events = listening ? queue.events : nil
+        queue.suspend()  // The abandoned unit never starts.
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var abandoned = join
+        abandoned.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        let primary = queue.add(abandoned) { "abandoned" }
+        let caller = Task { try await primary.value }
+        await waitUntilAwaited(primary.task, by: 1)
+        Thread { caller.cancel() }.start()
+        await inEndHook.wait()
+        let newcomer = queue.add(join) { "its own" }
+        #expect(newcomer.task.currentOutcome == nil, "it did not share the cancellation")
+        leave.signal()
+        queue.resume()
+        #expect(try await newcomer.value == "its own")
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        guard let events else { return }
+        var joinedNewcomer = false
+        var enqueuedNewcomer = false
+        for await event in events {
+            if event.unit === newcomer.task {
+                joinedNewcomer = joinedNewcomer || event.kind == .joined
+                enqueuedNewcomer = enqueuedNewcomer || event.kind == .enqueued
+            }
+            if event.kind == .idle { break }
+        }
+        #expect(!joinedNewcomer && enqueuedNewcomer, "listeners hear it added, not joined")
+    }
+
+    /// As above, with work abandoned while its body runs (a body that does not stop at
+    /// cancellation) and shared with a joined unit nobody awaits: the newcomer runs its
+    /// own work only once that body returned, as after any cancellation of its name.
+    @Test func aNewcomerMeetingAbandonedWorkWaitsForItsBody() async throws {
+        let (queue, _) = makeQueue()
+        let order = Recorder<String>()
+        let started = Signal()
+        let returnBody = Signal()
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var abandoned = join
+        abandoned.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        let primary = queue.add(abandoned) {
+            started.signal()
+            await returnBody.wait()
+            order.append("abandoned body returned")
+            return "abandoned"
+        }
+        await started.wait()
+        queue.suspend()  // The newcomer stays enqueued, where its wait can be read.
+        let joined = queue.add(join) { "never runs" }
+        let caller = Task { try await primary.value }
+        await waitUntilAwaited(primary.task, by: 1)
+        Thread { caller.cancel() }.start()
+        await inEndHook.wait()
+        let newcomer = queue.add(join) {
+            order.append("its own body")
+            return "its own"
+        }
+        let waitsForABody = newcomer.task.state.withLock { state in
+            if case .enqueued(.afterReplaced(let gates, _)) = state.phase { !gates.isEmpty } else { false }
+        }
+        #expect(waitsForABody, "it waits for the abandoned body")
+        leave.signal()
+        queue.resume()
+        returnBody.signal()
+        #expect(try await newcomer.value == "its own")
+        #expect(order.all == ["abandoned body returned", "its own body"])
+        #expect(await joined.outcome.kind == .cancelled, "the unit that joined in time shares the cancellation")
+    }
+
     /// Suspends until `count` tasks await `unit`'s outcome (their registration is what
     /// the interest count sees).
     private func waitUntilAwaited(_ unit: AsyncTask, by count: Int) async {

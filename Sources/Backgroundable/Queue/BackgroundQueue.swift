@@ -473,12 +473,38 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
         }
         let admission = unit.admission
         admittingTransition { machine, actions, lingering in
-            guard Self.mayReplace(unit), let handle = machine.enqueue(admission, actions: &actions) else { return }
-            unit.attach(handle, machine: &machine, actions: &actions)
-            Self.waitForLingeringBodies(of: unit, in: &lingering)
-            machine.startEnqueued(actions: &actions)
+            Self.admit(unit, admission, &machine, &actions, &lingering)
         }
         if unit.uniquenessPolicy.kind == .join { unit.forwardEscalationToSharedWork() }
+    }
+
+    /// A unit that was to join `primary` (``UniquenessPolicy/join``) found that work
+    /// cancelled (its last awaiting caller stopped awaiting, or someone cancelled it):
+    /// it is added again, as a new arrival, and joins a newer live unit of its name or
+    /// runs its own work. `primary` is ended first (the caller that abandoned it may not
+    /// have got to that yet), so that the unit waits for its body if that still runs;
+    /// then it stops counting for the name, in the transition that admits the unit.
+    func add(claimed unit: AsyncTask, instead primary: AsyncTask) {
+        primary.cancel()
+        if let body = primary.state.withLock({ $0.lingeringBody }) { unit.waitBeforeRunning(for: [body]) }
+        let admission = unit.admission
+        admittingTransition { machine, actions, lingering in
+            if let name = admission.name { machine.forgetCancelled(primary, named: name) }
+            Self.admit(unit, admission, &machine, &actions, &lingering)
+        }
+        unit.forwardEscalationToSharedWork()
+    }
+
+    /// Under the lock: admits one claimed unit and starts what that made startable.
+    @inline(__always)
+    private static func admit(
+        _ unit: AsyncTask, _ admission: Machine.Admission, _ machine: inout Machine,
+        _ actions: inout Machine.ActionList, _ lingering: inout LingeringBodies
+    ) {
+        guard mayReplace(unit), let handle = machine.enqueue(admission, actions: &actions) else { return }
+        unit.attach(handle, machine: &machine, actions: &actions)
+        waitForLingeringBodies(of: unit, in: &lingering)
+        machine.startEnqueued(actions: &actions)
     }
 
     /// Under the lock, as `unit` is admitted: with a name that deduplicates, it waits for

@@ -55,8 +55,21 @@ extension AsyncTask: QueueMember {
             case .ended(let ending):
                 return SettledDecision(
                     applied: true, outcome: ending.outcome, remainder: .ending(PendingEnding(self, ending)))
+            case .refused:
+                return addedInstead(of: primary)
             }
         }
+    }
+
+    /// The work it meant to join was cancelled: after unlocking, it is added as work of
+    /// its own. Out of line: a join rarely meets cancelled work.
+    @inline(never)
+    private func addedInstead(of primary: AsyncTask) -> SettledDecision {
+        guard let queue = state.withLock({ $0.owner?.queue }) else {
+            return SettledDecision(applied: false, outcome: currentOutcome)
+        }
+        return SettledDecision(
+            applied: false, outcome: nil, remainder: .call { queue.add(claimed: self, instead: primary) })
     }
 
     private func settled(_ ending: UnitState.Ending?, _ outcome: Outcome?) -> SettledDecision {

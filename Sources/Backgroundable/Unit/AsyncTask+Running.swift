@@ -202,7 +202,9 @@ extension AsyncTask {
     /// Joins `primary`'s work: ends with its outcome and value. `claimed`: its queue
     /// claimed it (and did not add it); otherwise it is an ``AsyncOperation``'s unit,
     /// which must still be unclaimed. `false` when it was in neither case (nothing
-    /// changed).
+    /// changed). For the Operation bridge, which does not add a unit again: when
+    /// `primary`'s work was cancelled, the unit ends cancelled too (a queue's unit is
+    /// added again instead, see ``QueueStorage/add(claimed:instead:)``).
     @discardableResult
     func join(_ primary: AsyncTask, claimed: Bool) -> Bool {
         guard let joining = joining(primary, claimed: claimed) else { return false }
@@ -210,6 +212,7 @@ extension AsyncTask {
         switch joining {
         case .ended(let ending): ending.perform(for: self)
         case .joined: forwardEscalationToSharedWork()
+        case .refused: end(.cancelled)
         }
         return true
     }
@@ -235,6 +238,8 @@ extension AsyncTask {
             return state.withLock { $0.join(group, as: self, claimed: claimed) }
         case .ended(let outcome, let value):
             return state.withLock { $0.endUnjoined(outcome, value: value, claimed: claimed) }.map { .ended($0) }
+        case .abandoned:
+            return .refused
         }
     }
 

@@ -2,8 +2,9 @@ import Synchronization
 
 /// The callers that share one unit's work (``UniquenessPolicy/join``): the unit that
 /// runs it (`primary`) and the units that joined it. It counts the tasks that await any
-/// of them: when a cancellation leaves none, the shared work is cancelled. Callers that
-/// never await are not counted.
+/// of them: when a cancellation leaves none, the shared work is cancelled, and a unit
+/// arriving after that does not join (it runs work of its own). Callers that never
+/// await are not counted.
 ///
 /// Lock order: a unit's lock, then the group's; the group never takes a unit's lock
 /// (it ends its joiners after releasing its own).
@@ -13,6 +14,8 @@ final class JoinGroup: Sendable {
         var awaiting: Int
         /// The primary's outcome and value, once it ended.
         var shared: (outcome: AsyncTask.Outcome, value: Boxed<any Sendable>?)?
+        /// The last awaiting caller stopped awaiting: the work is being cancelled.
+        var abandoned = false
     }
 
     /// `nil` only for ``ended``.
@@ -37,18 +40,32 @@ final class JoinGroup: Sendable {
         state.withLock { state in
             guard count > 0, state.shared == nil else { return false }
             state.awaiting -= count
+            if state.awaiting <= 0 { state.abandoned = true }
             return state.awaiting <= 0
         }
     }
 
-    /// `joiner` joins, with `awaiting` tasks awaiting it. Returns the shared outcome
-    /// and value instead when the primary has ended.
-    func add(_ joiner: AsyncTask, awaiting: Int) -> (AsyncTask.Outcome, Boxed<any Sendable>?)? {
+    /// What ``add(_:awaiting:)`` did.
+    enum Joining {
+        case joined
+        /// The primary has ended: the joiner ends with its outcome and value.
+        case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
+        /// The work was cancelled (its callers abandoned it, or someone cancelled its
+        /// unit): the joiner did not join; it runs work of its own instead.
+        case abandoned
+    }
+
+    /// `joiner` joins, with `awaiting` tasks awaiting it, unless the work has ended or
+    /// is being cancelled.
+    func add(_ joiner: AsyncTask, awaiting: Int) -> Joining {
         state.withLock { state in
-            if let shared = state.shared { return shared }
+            if let (outcome, value) = state.shared {
+                return outcome.kind == .cancelled ? .abandoned : .ended(outcome, value: value)
+            }
+            if state.abandoned { return .abandoned }
             state.joiners[ObjectIdentifier(joiner)] = joiner
             state.awaiting += awaiting
-            return nil
+            return .joined
         }
     }
 
@@ -61,6 +78,7 @@ final class JoinGroup: Sendable {
                 awaiting > 0
             else { return false }
             state.awaiting -= awaiting
+            if state.awaiting <= 0 { state.abandoned = true }
             return state.awaiting <= 0
         }
     }

@@ -42,7 +42,8 @@ public struct UniquenessPolicy: Sendable, Hashable, CaseIterable, CustomStringCo
     /// ``AsyncTask/Outcome/cancelled``, and the shared work goes on for the other
     /// callers. It is cancelled when no task awaits it any more — the live unit's
     /// awaiters and every joined unit's are counted together, and a joined unit's
-    /// awaiters stop counting when that unit is cancelled.
+    /// awaiters stop counting when that unit is cancelled. A unit that arrives as the
+    /// live unit is being cancelled does not join it: it is added, and runs its own work.
     public static let join = UniquenessPolicy(kind: .join)
 
     #if BACKGROUNDABLE_EXTRA_KINDS_FOR_TESTING

@@ -56,15 +56,18 @@ extension UnitState {
     enum Sharing {
         case group(JoinGroup)
         case ended(AsyncTask.Outcome, value: Boxed<any Sendable>?)
+        /// The unit was cancelled: there is no work left to share.
+        case abandoned
     }
 
     /// Another unit joins this one (`unit`): the group of its joiners, made on the first
     /// join (counting the tasks awaiting this unit so far), or this unit's outcome and
-    /// value when it has ended already. While its end is being performed, a joiner waits
-    /// for that, as an awaiting caller does (a group of late joiners, told by
-    /// ``endingPerformed()``).
+    /// value when it has ended already (`.abandoned` when it was cancelled). While its end
+    /// is being performed, a joiner waits for that, as an awaiting caller does (a group
+    /// of late joiners, told by ``endingPerformed()``).
     mutating func shareWork(of unit: AsyncTask) -> Sharing {
         if case .ended(let outcome, let value, _, let performing) = phase {
+            if outcome.kind == .cancelled { return .abandoned }
             guard performing else { return .ended(outcome, value: value) }
             for case .joiners(let late) in waiters { return .group(late) }
             let late = JoinGroup(primary: unit, awaiting: 0)
@@ -77,29 +80,41 @@ extension UnitState {
         return .group(group)
     }
 
+    /// The gate of the unit's body, when the unit ended while its body runs (see
+    /// ``end(_:value:named:)``).
+    var lingeringBody: ReplacementGate? {
+        guard hasEnded, case .bodyReturn(let gate)? = waiters.first else { return nil }
+        return gate
+    }
+
     /// enqueued (claimed by the queue that did not add it: `claimed`) or created (an
     /// ``AsyncOperation``'s unit) → joined, for `unit`: it joins `group`, its awaiting
     /// tasks counting as callers. Its queue forgets it (it never held it). Returns
-    /// `.ended` with the ending when the shared work has ended already, `.joined`
-    /// otherwise; `nil` when the unit was in no such phase (ended, or another queue's).
+    /// `.ended` with the ending when the shared work has ended already, `.refused` (and
+    /// changes nothing) when it is being cancelled, `.joined` otherwise; `nil` when the
+    /// unit was in no such phase (ended, or another queue's).
     mutating func join(_ group: JoinGroup, as unit: AsyncTask, claimed: Bool) -> Joining? {
         guard isWaitingToBeAdded(claimed: claimed) else { return nil }
+        let joining = group.add(unit, awaiting: waiters.count(where: \.isAwaiting))
+        if case .abandoned = joining { return .refused }
         owner = nil
         let work = unrunWork
         phase = .joined(group)
-        guard let (outcome, value) = group.add(unit, awaiting: waiters.count(where: \.isAwaiting)) else {
+        guard case .ended(let outcome, let value) = joining, var ending = end(outcome, value: value) else {
             return .joined(unrunWork: work)
         }
-        guard var ending = end(outcome, value: value) else { return .joined(unrunWork: work) }
         ending.unrunWork = work
         return .ended(ending)
     }
 
-    /// What ``join(_:as:claimed:)`` did; either way the unit's own work, which will
+    /// What ``join(_:as:claimed:)`` did; when it joined, the unit's own work, which will
     /// never run, is handed out to be released after unlocking.
     enum Joining {
         case joined(unrunWork: AsyncTask.Work?)
         case ended(Ending)
+        /// The work to join was cancelled: the unit is as it was, to be added as work of
+        /// its own.
+        case refused
     }
 
     /// A unit its queue did not add ends with the outcome of the work it shares (see

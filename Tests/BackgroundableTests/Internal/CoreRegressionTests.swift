@@ -143,6 +143,26 @@ struct CoreRegressionTests {
         #expect(machine.enqueuedCount == 1)
     }
 
+    /// A newcomer whose join was refused (the work was cancelled) is admitted again after
+    /// the machine forgot the cancelled primary: it is added, and the next one joins it.
+    /// Forgetting a member that is not the name's newest (a newcomer joins that one)
+    /// changes nothing; here, one the machine does not hold.
+    @Test func aCancelledPrimaryIsForgottenForItsNameOnly() {
+        var machine = busyMachine()
+        var actions: Machine.ActionList = []
+        let (primary, other, newcomer, next) = (ModelMember(1), ModelMember(2), ModelMember(3), ModelMember(4))
+        _ = machine.add(admission(primary, name: "refresh"), actions: &actions)
+        machine.forgetCancelled(other, named: "refresh")
+        actions = []
+        #expect(machine.add(admission(newcomer, name: "refresh", policy: .join), actions: &actions) == nil)
+        #expect(actions.contains { if case .join(_, let joined, _) = $0 { joined === primary } else { false } })
+        machine.forgetCancelled(primary, named: "refresh")
+        #expect(machine.add(admission(newcomer, name: "refresh", policy: .join), actions: &actions) != nil)
+        actions = []
+        #expect(machine.add(admission(next, name: "refresh", policy: .join), actions: &actions) == nil)
+        #expect(actions.contains { if case .join(_, let joined, _) = $0 { joined === newcomer } else { false } })
+    }
+
     // 3. No start is ever lost: a drainer that gives up its role just as a member
     // arrives leaves the role free, and the arrival starts it; readers change nothing.
     @Test func aMemberArrivingAsTheDrainerStopsIsStarted() {

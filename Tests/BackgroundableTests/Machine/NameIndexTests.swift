@@ -25,6 +25,7 @@ struct NameIndexTests {
         #expect(index.decide("a", .drop) == .drop)
         // A newcomer joins the newest member, and replaces them all from the first.
         #expect(index.decide("a", .join) == .join(primary: 0))
+        #expect(index.last(named: "a") == 0 && index.last(named: "c") == nil)
         #expect(index.decide("a", .replace) == .replace(first: 3))
         #expect(members(index, "a") == [3, 0])
         #expect(index.decide("c", .replace) == .admit)

@@ -50,6 +50,11 @@ struct NameIndex {
         groups[name]?.first
     }
 
+    /// The newest live member of `name`.
+    func last(named name: String) -> Int32? {
+        groups[name]?.last
+    }
+
     /// The next live member of the same name as `slot`, or -1.
     func next(after slot: Int32) -> Int32 {
         links[Int(slot)].next

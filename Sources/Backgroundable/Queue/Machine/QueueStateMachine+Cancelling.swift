@@ -17,6 +17,15 @@ extension QueueStateMachine {
         actions.replace(records[Int(slot)].member!, by: newcomer)
     }
 
+    /// A newcomer that was to join `primary` found that work cancelled (see
+    /// ``UniquenessPolicy/join``): `primary`, which has ended but may not have left yet,
+    /// no longer counts for its name, so the newcomer's admission does not meet it
+    /// again. Only the newest member of the name can be it (a newcomer joins that one).
+    mutating func forgetCancelled(_ primary: Member, named name: String) {
+        guard let slot = names.last(named: name), records[Int(slot)].member === primary else { return }
+        memberStopped(handle(of: slot))
+    }
+
     /// Marks a live member ending; returns whether it counted for its name, or `nil`
     /// when it was ending already.
     private mutating func beginEnding(_ slot: Int32) -> Bool? {
