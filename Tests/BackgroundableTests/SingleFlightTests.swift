@@ -94,6 +94,18 @@ struct SingleFlightTests {
         #expect(primary.state.withLock { $0.sharedWork } == nil)
     }
 
+    /// The Operation bridge does not add a unit again: an ``AsyncOperation``'s unit that
+    /// meets cancelled work ends cancelled too, sharing nothing (see
+    /// `aNewcomerMeetingAbandonedWorkRunsItsOwn` for a queue's units).
+    @Test func anOperationsUnitMeetingCancelledWorkEndsCancelled() {
+        let primary = AsyncTask(.init(name: "refresh", timeout: nil, uniquenessPolicy: .join)) { _ in }
+        let late = AsyncTask(.init(name: "refresh", timeout: nil, uniquenessPolicy: .join)) { $0.finish() }
+        primary.cancel()
+        #expect(late.join(primary, claimed: false))
+        #expect(late.currentOutcome?.kind == .cancelled)
+        #expect(late.state.withLock { $0.sharedWork } == nil)
+    }
+
     @Test func withNoLiveUnitTheUnitIsAddedAndLaterOnesJoinIt() async throws {
         let (queue, _) = makeQueue()
         #expect(try await queue.run(join) { 7 } == 7)
