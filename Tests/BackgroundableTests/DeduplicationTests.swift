@@ -263,6 +263,47 @@ struct DeduplicationTests {
         #expect(!overlapped.isSignalled, "Y's body ran while X's, ended by \(how), still ran")
     }
 
+    /// X cancelled itself and its end hook runs, so its end has not reached the queue;
+    /// then its queue cancels it too, which frees the name at once (X's own end is
+    /// applied already, so that cancellation ends nothing). Y, added then, still waits
+    /// for X's body, which ignores its cancellation.
+    @Test(arguments: ["cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)"])
+    func aQueueCancellationOfAUnitThatEndedByItselfStillHoldsBackItsName(how: String) async throws {
+        let (queue, _) = makeQueue()
+        let xStarted = Signal()
+        let releaseX = Signal()
+        let xReturned = Signal()
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var options = AsyncTask.Options(name: "n", lane: "l")
+        options.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        let x = queue.add(options) {
+            xStarted.signal()
+            await releaseX.wait()  // not cancellable: the body ignores its cancellation
+            xReturned.signal()
+        }
+        await xStarted.wait()
+        Thread { x.task.cancel() }.start()
+        await inEndHook.wait()
+        switch how {
+        case "cancelAll()": queue.cancelAll()
+        case "cancelAll(named:)": _ = queue.cancelAll(named: "n")
+        default: _ = queue.cancelAll(inLane: "l")
+        }
+        let overlapped = Signal()
+        let y = queue.add(.init(name: "n", uniquenessPolicy: .drop)) {
+            if !xReturned.isSignalled { overlapped.signal() }
+        }
+        #expect(waitsBehindAClosedGate(y.task))
+        leave.signal()
+        releaseX.signal()
+        _ = try await y.value
+        #expect(!overlapped.isSignalled, "Y's body ran while X's, cancelled by itself, then by \(how), still ran")
+    }
+
     @Test func deduplicationIsPerQueue() async {
         let (first, _) = makeQueue()
         let (second, _) = makeQueue()

@@ -367,16 +367,27 @@ struct SingleFlightTests {
             order.append("its own body")
             return "its own"
         }
-        let waitsForABody = newcomer.task.state.withLock { state in
-            if case .enqueued(.afterReplaced(let gates, _)) = state.phase { !gates.isEmpty } else { false }
+        #expect(waitsForABody(newcomer.task), "it waits for the abandoned body")
+        // A unit that replaces the newcomer (whose body never ran) waits for that body too.
+        let replacing = queue.add(.init(name: "refresh", uniquenessPolicy: .replace)) {
+            order.append("the replacing body")
+            return "replacing"
         }
-        #expect(waitsForABody, "it waits for the abandoned body")
+        #expect(waitsForABody(replacing.task), "the replacing unit waits for the abandoned body")
         leave.signal()
         queue.resume()
         returnBody.signal()
-        #expect(try await newcomer.value == "its own")
-        #expect(order.all == ["abandoned body returned", "its own body"])
+        #expect(try await replacing.value == "replacing")
+        #expect(await newcomer.outcome.kind == .replaced)
+        #expect(order.all == ["abandoned body returned", "the replacing body"])
         #expect(await joined.outcome.kind == .cancelled, "the unit that joined in time shares the cancellation")
+    }
+
+    /// Enqueued, behind the gate of a body that still runs.
+    private func waitsForABody(_ unit: AsyncTask) -> Bool {
+        unit.state.withLock { state in
+            if case .enqueued(.afterReplaced(let gates, _)) = state.phase { gates.contains { !$0.isOpen } } else { false }
+        }
     }
 
     /// Suspends until `count` tasks await `unit`'s outcome (their registration is what

@@ -482,14 +482,19 @@ extension QueueStorage where Member == AsyncTask, Inbox == UnitInbox {
     /// cancelled (its last awaiting caller stopped awaiting, or someone cancelled it):
     /// it is added again, as a new arrival, and joins a newer live unit of its name or
     /// runs its own work. `primary` is ended first (the caller that abandoned it may not
-    /// have got to that yet), so that the unit waits for its body if that still runs;
-    /// then it stops counting for the name, in the transition that admits the unit.
+    /// have got to that yet). In the transition that admits the unit, `primary` stops
+    /// counting for the name, and its body, if that still runs, counts as a lingering
+    /// body of the name (its own end may not have told the queue yet): the unit and
+    /// later units of the name wait for it.
     func add(claimed unit: AsyncTask, instead primary: AsyncTask) {
         primary.cancel()
-        if let body = primary.state.withLock({ $0.lingeringBody }) { unit.waitBeforeRunning(for: [body]) }
+        let body = primary.state.withLock { $0.lingeringBody }
         let admission = unit.admission
         admittingTransition { machine, actions, lingering in
-            if let name = admission.name { machine.forgetCancelled(primary, named: name) }
+            if let name = admission.name {
+                machine.forgetCancelled(primary, named: name)
+                if let body { lingering.add(body, named: name) }
+            }
             Self.admit(unit, admission, &machine, &actions, &lingering)
         }
         unit.forwardEscalationToSharedWork()

@@ -32,13 +32,18 @@ extension AsyncTask: QueueMember {
         case .end(let outcome):
             let named = name != nil
             var result = state.withLock { state in
-                (ending: state.end(outcome, named: named), outcome: state.outcome)
+                (ending: state.end(outcome, named: named), outcome: state.outcome, lingering: state.lingeringBody)
             }
             // A body it leaves running: its gate goes to the queue now, under its lock,
             // instead of with the unit's end (``UnitState/Ending/perform(for:)``).
             if case .bodyReturn(let body)? = result.ending?.waiters.last {
                 gate = body
                 result.ending?.waiters.removeLast()
+            } else if result.ending == nil {
+                // It ended by itself, its body still running, and that end has not
+                // reached the queue yet (its end hook runs, say): the queue, which frees
+                // the name now, learns of the body now too (it hears it twice then).
+                gate = result.lingering
             }
             return settled(result.ending, result.outcome)
         case .replace:
