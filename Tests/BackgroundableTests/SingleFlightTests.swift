@@ -386,7 +386,8 @@ struct SingleFlightTests {
     /// Enqueued, behind the gate of a body that still runs.
     private func waitsForABody(_ unit: AsyncTask) -> Bool {
         unit.state.withLock { state in
-            if case .enqueued(.afterReplaced(let gates, _)) = state.phase { gates.contains { !$0.isOpen } } else { false }
+            guard case .enqueued(.afterReplaced(let gates, _)) = state.phase else { return false }
+            return gates.contains { !$0.isOpen }
         }
     }
 
