@@ -32,7 +32,8 @@ import Synchronization
 /// 2. **Drain** (``drain(_:)-(BackgroundQueue...)``): the queues stop accepting work
 ///    (``BackgroundQueue/stopAcceptingWork()``: a late add ends cancelled, never
 ///    silently lost), and their units run on until the queues are idle, for at most
-///    ``gracePeriod`` from the request.
+///    ``gracePeriod`` from the request. Idle here also means that the bodies of units
+///    that ended while they ran (cancelled or timed out, ignoring it) have returned.
 /// 3. **Expiration**, if the grace period runs out or a second request arrives first:
 ///    every background-time assertion this provider holds expires, so each queue
 ///    emits ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and applies its
@@ -267,7 +268,10 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     /// ``ShutdownReport/Ending/drained`` when they went idle within the grace period (or
     /// are idle already when it has ended, or a second request came, before the drain),
     /// or goes on with the expiration and returns ``ShutdownReport/Ending/expired(_:)`` once
-    /// the cancelled work returned or the cancellation period ended. Every event of the
+    /// the cancelled work returned or the cancellation period ended. Bodies that still run
+    /// although their unit ended (cancelled or timed out, ignoring it) count as work: the
+    /// queues are drained once they returned, and when the grace period ends first they
+    /// get the cancellation period too (their units are not listed: they have ended). Every event of the
     /// queues has been delivered to their listeners when it returns.
     ///
     /// Cancelling the calling task makes it return at once with what it knows: `.idle`
@@ -297,8 +301,9 @@ public final class GracefulShutdown: BackgroundTaskProvider {
         }
         // The grace period had ended, or a second request had come, by the time the
         // queues were idle (a drain called late, two requests before it): nothing is
-        // left to expire, and they drained.
-        if !queues.contains(where: \.isBusy) {
+        // left to expire, and they drained. (Bodies of ended units that still run get
+        // the cancellation period, as expired work does.)
+        if !queues.contains(where: \.isBusy) && !QueueShutdown.haveLingeringBodies(queues) {
             await idle()
             return report(.drained, request: request, queues)
         }

@@ -2,11 +2,29 @@
 /// `ServiceLifecycle` trait's service): waiting for queues to be idle, listing what is
 /// unfinished, and expiring the work that is still running.
 enum QueueShutdown {
-    /// Returns when every queue is idle at once (or the calling task is cancelled).
+    /// Returns when every queue is idle at once and the bodies their ended units left
+    /// running have returned (or the calling task is cancelled).
     static func waitUntilIdle(_ queues: [BackgroundQueue]) async {
         repeat {
             for queue in queues { await queue.waitUntilIdle() }
+            await waitForLingeringBodies(of: queues)
         } while !Task.isCancelled && queues.contains(where: \.isBusy)
+    }
+
+    /// Returns when the bodies that still run although their units ended (cancelled or
+    /// timed out, they ignore it) have returned, or when the calling task is cancelled.
+    static func waitForLingeringBodies(of queues: [BackgroundQueue]) async {
+        for queue in queues {
+            for case let body as ReplacementGate in queue.core.lingeringBodies() {
+                await body.waitCancellably()
+                if Task.isCancelled { return }
+            }
+        }
+    }
+
+    /// `true` while a body of an ended unit of `queues` may still run.
+    static func haveLingeringBodies(_ queues: [BackgroundQueue]) -> Bool {
+        queues.contains { !$0.core.lingeringBodies().isEmpty }
     }
 
     /// The live units of `queues`, queue by queue, each with its state.
@@ -36,8 +54,8 @@ enum QueueShutdown {
     /// Names the unfinished work, runs `expire` (which makes each queue emit
     /// ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and apply its expiration
     /// policy), then waits — at most `cancellationPeriod`, taken within zero...about 292
-    /// years — for the bodies that were running to return, and for the queues that are
-    /// idle again to deliver their events. The waits run in a task of their own, so they
+    /// years — for the bodies that were running to return (those of units that ended
+    /// before too), and for the queues that are idle again to deliver their events. The waits run in a task of their own, so they
     /// take place even when the calling task is already cancelled (a service lifecycle
     /// cancels its services).
     ///
@@ -53,6 +71,7 @@ enum QueueShutdown {
             let returned = Latch()
             let waiter = Task.detached {
                 for body in bodies { await body.value }
+                await waitForLingeringBodies(of: queues)
                 returned.open()
             }
             _ = await firstToReturn([

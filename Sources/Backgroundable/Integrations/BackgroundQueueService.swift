@@ -16,7 +16,8 @@
     /// `run()`:
     /// 1. lasts until the group's graceful shutdown;
     /// 2. then the queues stop accepting work (``BackgroundQueue/stopAcceptingWork()``:
-    ///    late adds end cancelled) and run on until they are idle — within the group's
+    ///    late adds end cancelled) and run on until they are idle, the bodies of their
+    ///    ended units returned (see ``GracefulShutdown/drain(_:)-([BackgroundQueue])``) — within the group's
     ///    `maximumGracefulShutdownDuration`, after which the group cancels the service;
     /// 3. once cancelled (that limit, a cancellation signal, or another service ending
     ///    the group) with work still running, the work expires: each queue emits
@@ -71,7 +72,7 @@
             try? await gracefulShutdown()
             for queue in queues { queue.stopAcceptingWork() }
             await QueueShutdown.waitUntilIdle(queues)
-            guard queues.contains(where: \.isBusy) else {
+            guard queues.contains(where: \.isBusy) || QueueShutdown.haveLingeringBodies(queues) else {
                 return onShutdown(ShutdownReport(ending: .drained, request: .serviceGroup, unfinishedUnits: []))
             }
             let unfinished = await QueueShutdown.expire(queues, cancellationPeriod: cancellationPeriod) {

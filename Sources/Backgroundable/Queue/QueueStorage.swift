@@ -255,6 +255,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         }
     }
 
+    /// The bodies that still run although their member ended (see ``LingeringBodies``).
+    func lingeringBodies() -> [any LingeringBody] {
+        state.withLock { $0.lingering.all() }
+    }
+
     /// A member reached its outcome: the queue forgets it. Once per admitted member
     /// (from its own end, or from whoever admitted it when it ended first); a handle
     /// that names nothing any more is ignored.
@@ -262,11 +267,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         transition { machine, actions in machine.memberEnded(handle, outcome, actions: &actions) }
     }
 
-    /// ``memberEnded(_:_:)`` for a member of `name` whose body still runs (it was
-    /// cancelled or timed out): in the same step, later members of the name wait for
-    /// `body` (see ``LingeringBodies``).
+    /// ``memberEnded(_:_:)`` for a member (of `name`, if it has one) whose body still
+    /// runs (it was cancelled or timed out): in the same step, later members of the name
+    /// wait for `body`, and so does a shutdown (see ``LingeringBodies``).
     func memberEnded(
-        _ handle: Machine.Handle, _ outcome: AsyncTask.Outcome, leaving body: any LingeringBody, named name: String
+        _ handle: Machine.Handle, _ outcome: AsyncTask.Outcome, leaving body: any LingeringBody, named name: String?
     ) {
         admittingTransition { machine, actions, lingering in
             lingering.add(body, named: name)

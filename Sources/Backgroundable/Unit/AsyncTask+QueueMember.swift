@@ -30,9 +30,8 @@ extension AsyncTask: QueueMember {
     func settle(_ decision: QueueDecision, gate: inout ReplacementGate?) -> SettledDecision {
         switch decision {
         case .end(let outcome):
-            let named = name != nil
             var result = state.withLock { state in
-                (ending: state.end(outcome, named: named), outcome: state.outcome, lingering: state.lingeringBody)
+                (ending: state.end(outcome), outcome: state.outcome, lingering: state.lingeringBody)
             }
             // A body it leaves running: its gate goes to the queue now, under its lock,
             // instead of with the unit's end (``UnitState/Ending/perform(for:)``).
@@ -121,9 +120,10 @@ extension UnitState.Ending {
         if let queue {
             queue.measurer?.unitEnded(unit, outcome)
             if handle != .unadmitted {
-                // The unit ended while its body runs: later units of its name wait for it.
-                if case .bodyReturn(let body)? = waiters.last, let name = unit.name {
-                    queue.memberEnded(handle, outcome, leaving: body, named: name)
+                // The unit ended while its body runs: later units of its name, and a
+                // shutdown, wait for it.
+                if case .bodyReturn(let body)? = waiters.last {
+                    queue.memberEnded(handle, outcome, leaving: body, named: unit.name)
                 } else {
                     queue.memberEnded(handle, outcome)
                 }

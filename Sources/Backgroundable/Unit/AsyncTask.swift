@@ -316,8 +316,7 @@ public final class AsyncTask: Sendable {
     /// not apply to its phase).
     @discardableResult
     func end(_ outcome: Outcome, value: Boxed<any Sendable>? = nil) -> Outcome? {
-        let named = name != nil
-        let ending = state.withLock { $0.end(outcome, value: value, named: named) }
+        let ending = state.withLock { $0.end(outcome, value: value) }
         ending?.perform(for: self)
         return ending?.outcome
     }

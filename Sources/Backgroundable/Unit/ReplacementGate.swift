@@ -69,7 +69,20 @@ final class ReplacementGate: LingeringBody {
         state.withLock { $0.running == 0 }
     }
 
+    /// Someone waits for the gate to open (a unit, a callback, another gate).
+    var isAwaited: Bool {
+        state.withLock { !$0.waiters.isEmpty || !$0.callbacks.isEmpty || !$0.followers.isEmpty }
+    }
+
     var hasReturned: Bool { isOpen }
+
+    /// Suspends until every body it counts returned, or until the calling task is
+    /// cancelled (a shutdown's wait, which has a deadline).
+    func waitCancellably() async {
+        let open = Latch()
+        whenOpen { open.open() }
+        await open.wait()
+    }
 
     /// Suspends until every replaced body returned. Not cancellable: a replacement
     /// cancelled meanwhile finds itself ended once the gate opens, and never runs.

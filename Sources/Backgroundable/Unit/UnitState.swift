@@ -468,13 +468,11 @@ struct UnitState {
     /// unit can only be stopped (cancelled, replaced, dropped; timed out once its queue
     /// started it); while it runs it cannot be dropped.
     ///
-    /// `named`: the unit has a name. A named unit cancelled or timed out while its body
-    /// runs keeps a gate that the body opens when it returns; the ending carries it to
-    /// the queue, where later units of the name wait for it (see ``LingeringBodies``).
-    mutating func end(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil, named: Bool = false)
-        -> Ending?
-    {
-        let lingers = named && outcome.kind != .replaced && outcome.isCancellation && bodyRuns
+    /// A unit cancelled or timed out while its body runs keeps a gate that the body opens
+    /// when it returns; the ending carries it to the queue, where later units of its name
+    /// wait for it, and a shutdown too (see ``LingeringBodies``).
+    mutating func end(_ outcome: AsyncTask.Outcome, value: Boxed<any Sendable>? = nil) -> Ending? {
+        let lingers = outcome.kind != .replaced && outcome.isCancellation && bodyRuns
         var task: Task<Void, Never>?
         var parkedBody: Continuation<Void>?
         var attempts = Attempts.none

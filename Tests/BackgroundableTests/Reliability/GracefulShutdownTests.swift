@@ -135,6 +135,61 @@ struct GracefulShutdownTests {
         release.signal()
     }
 
+    /// A unit cancelled (or timed out) while its body runs leaves the queue at once, and
+    /// the queue goes idle while that body, which ignores its cancellation, still runs:
+    /// `drain` waits for the body before it reports the queue drained.
+    @Test(.timeLimit(.minutes(1))) func drainWaitsForTheBodyOfAUnitThatEndedWhileItRan() async {
+        let shutdown = GracefulShutdown(gracePeriod: .seconds(600))
+        let queue = BackgroundQueue(name: "exports", backgroundTaskProvider: shutdown)
+        let started = Signal()
+        let release = Signal()
+        let returned = Signal()
+        let unit = queue.add(.init(timeout: nil)) {
+            started.signal()
+            await release.wait()  // ignores cancellation
+            returned.signal()
+        }
+        await started.wait()
+        unit.cancel()
+        await queue.waitUntilIdle()
+        shutdown.requestShutdown()
+        let drainReturned = Signal()
+        let drained = Task {
+            let report = await shutdown.drain(queue)
+            drainReturned.signal()
+            return report
+        }
+        let bodies = queue.core.lingeringBodies().compactMap { $0 as? ReplacementGate }
+        #expect(bodies.count == 1, "the queue knows of the body, although its unit has no name")
+        await waitUntil { drainReturned.isSignalled || bodies.contains(where: \.isAwaited) }
+        #expect(!drainReturned.isSignalled, "drain returned while the body still ran")
+        release.signal()
+        let report = await drained.value
+        #expect(returned.isSignalled)
+        #expect(report.ending == .drained && report.isComplete, "\(report)")
+    }
+
+    /// Such a body still running when the grace period ends gets the cancellation
+    /// period, as cancelled work does, and no more: the drain expires.
+    @Test(.timeLimit(.minutes(1))) func aBodyOfAnEndedUnitRunningPastTheGracePeriodGetsTheCancellationPeriod() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .milliseconds(50))
+        let queue = BackgroundQueue(name: "exports", backgroundTaskProvider: shutdown)
+        let started = Signal()
+        let release = Signal()
+        let unit = queue.add(.init(timeout: nil)) {
+            started.signal()
+            await release.wait()  // ignores cancellation
+        }
+        await started.wait()
+        unit.cancel()
+        await queue.waitUntilIdle()
+        shutdown.requestShutdown()
+        let report = await shutdown.drain(queue)
+        #expect(report.ending == .expired(.gracePeriodEnded) && report.exitStatus != 0, "\(report)")
+        #expect(report.unfinishedUnits.isEmpty, "its unit has ended: nothing to give back")
+        release.signal()
+    }
+
     @Test func everyHeldAssertionExpiresNotOnlyTheDrainedQueues() async {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
         let expired = Signal()
