@@ -29,10 +29,18 @@ enum QueueShutdown {
 
     /// The live units of `queues`, queue by queue, each with its state.
     static func unfinishedUnits(in queues: [BackgroundQueue]) -> [ShutdownReport.UnfinishedUnit] {
+        liveUnits(in: queues).map(\.entry)
+    }
+
+    /// ``unfinishedUnits(in:)``, each entry with its unit.
+    private static func liveUnits(
+        in queues: [BackgroundQueue]
+    ) -> [(unit: AsyncTask, entry: ShutdownReport.UnfinishedUnit)] {
         queues.flatMap { queue in
             // The places are read under the queue's lock, the units' phases after it.
             queue.core.read { $0.liveMembersAndPlaces() }.map { unit, place in
-                ShutdownReport.UnfinishedUnit(queue: queue.name, name: unit.name, state: state(of: unit, at: place))
+                let state = state(of: unit, at: place)
+                return (unit, ShutdownReport.UnfinishedUnit(queue: queue.name, name: unit.name, state: state))
             }
         }
     }
@@ -59,11 +67,13 @@ enum QueueShutdown {
     /// take place even when the calling task is already cancelled (a service lifecycle
     /// cancels its services).
     ///
-    /// - Returns: The unfinished units (``unfinishedUnits(in:)``), before the expiration.
+    /// - Returns: The unfinished units (``unfinishedUnits(in:)``) as they were before the
+    ///   expiration, less those that finished after all (the expiration policy let them
+    ///   run on, or they finished as it came).
     static func expire(
         _ queues: [BackgroundQueue], cancellationPeriod: Duration, expire: () -> Void
     ) async -> [ShutdownReport.UnfinishedUnit] {
-        let unfinished = unfinishedUnits(in: queues)
+        let unfinished = liveUnits(in: queues)
         let cancellationPeriod = cancellationPeriod.clampedToWait
         let bodies = queues.flatMap { queue in queue.core.read { $0.liveMembers() }.compactMap(\.runningTask) }
         expire()
@@ -81,6 +91,6 @@ enum QueueShutdown {
             waiter.cancel()
             for queue in queues where !queue.isBusy { await queue.waitUntilIdle() }
         }.value
-        return unfinished
+        return unfinished.filter { $0.unit.currentOutcome?.kind != .finished }.map(\.entry)
     }
 }

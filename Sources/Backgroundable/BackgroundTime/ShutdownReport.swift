@@ -71,8 +71,10 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
     public let request: GracefulShutdown.Request?
     /// The units that had not finished when the work expired, queue by queue, each in
     /// the order it was added: what was left to do, for the program to log, count or
-    /// hand back. Empty when the queues drained, unless the task awaiting the drain was
-    /// cancelled first: then it lists the units still live.
+    /// hand back. A unit that finished after all, within the cancellation period (the
+    /// expiration policy let it run on), is not listed; each entry's state is the one it
+    /// had when the work expired. Empty when the queues drained, unless the task awaiting
+    /// the drain was cancelled first: then it lists the units still live.
     public let unfinishedUnits: [UnfinishedUnit]
 
     /// The unfinished units as text, one entry per queue: `queue "name": ["unit", <unnamed>]`.

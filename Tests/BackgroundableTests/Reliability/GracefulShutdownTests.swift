@@ -190,6 +190,26 @@ struct GracefulShutdownTests {
         release.signal()
     }
 
+    /// With ``BackgroundQueue/ExpirationPolicy/cancelPending`` an executing unit runs on
+    /// through the expiry; when it finishes within the cancellation period, the report
+    /// does not tell the program to hand it back. The cancelled waiting unit is listed.
+    @Test(.timeLimit(.minutes(1))) func aUnitThatFinishesWithinTheCancellationPeriodIsNotReportedUnfinished() async {
+        let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(600))
+        let queue = BackgroundQueue(
+            name: "exports", maxConcurrentTasks: 1, backgroundTaskProvider: shutdown, expirationPolicy: .cancelPending)
+        let release = Signal()
+        let running = await gatedUnit(on: queue, named: "running", release: release)
+        let waiting = queue.add(.init(name: "waiting", timeout: nil)) { 1 }
+        shutdown.requestShutdown()
+        let drained = Task { await shutdown.drain(queue) }
+        #expect(await waiting.task.outcome.kind == .cancelled, "the expiry cancels the waiting unit")
+        release.signal()
+        let report = await drained.value
+        #expect(running.currentOutcome?.kind == .finished)
+        #expect(report.ending == .expired(.gracePeriodEnded), "\(report)")
+        #expect(report.unfinishedUnits.map(\.name) == ["waiting"], "\(report)")
+    }
+
     @Test func everyHeldAssertionExpiresNotOnlyTheDrainedQueues() async {
         let shutdown = GracefulShutdown(gracePeriod: .zero, cancellationPeriod: .seconds(30))
         let expired = Signal()
