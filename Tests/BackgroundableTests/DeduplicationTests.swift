@@ -220,9 +220,13 @@ struct DeduplicationTests {
 
     /// X's end hook runs before X leaves the queue, and Y is added meanwhile. Cancelled
     /// by itself, X still holds its name there, and Y replaces it; cancelled by its
-    /// queue, X gave its name up in that step, and Y (`.drop`) is admitted. Either way Y
-    /// waits for X's body, which ignores its cancellation.
-    @Test(arguments: ["cancel()", "cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)"])
+    /// queue, X gave its name up in that step, and Y (`.drop`) is admitted — also when X
+    /// had cancelled itself first ("then"), so that its queue's cancellation ended
+    /// nothing. Either way Y waits for X's body, which ignores its cancellation.
+    @Test(arguments: [
+        "cancel()", "cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)",
+        "cancel(), then cancelAll()", "cancel(), then cancelAll(named:)", "cancel(), then cancelAll(inLane:)",
+    ])
     func aNewcomerAddedWhileACancelledUnitLeavesWaitsForItsBody(how: String) async throws {
         let (queue, _) = makeQueue()
         let xStarted = Signal()
@@ -241,15 +245,18 @@ struct DeduplicationTests {
             xReturned.signal()
         }
         await xStarted.wait()
-        Thread {
+        @Sendable func cancel(_ how: Substring) {
             switch how {
             case "cancel()": x.task.cancel()
             case "cancelAll()": queue.cancelAll()
-            case "cancelAll(named:)": queue.cancelAll(named: "n")
-            default: queue.cancelAll(inLane: "l")
+            case "cancelAll(named:)": _ = queue.cancelAll(named: "n")
+            default: _ = queue.cancelAll(inLane: "l")
             }
-        }.start()
+        }
+        let steps = how.split(separator: ", then ")
+        Thread { cancel(steps[0]) }.start()
         await inEndHook.wait()
+        if steps.count > 1 { cancel(steps[1]) }
         let overlapped = Signal()
         let policy: UniquenessPolicy = how == "cancel()" ? .replace : .drop
         let y = queue.add(.init(name: "n", uniquenessPolicy: policy)) {
@@ -261,47 +268,6 @@ struct DeduplicationTests {
         _ = try await y.value
         #expect(await x.outcome.kind == .cancelled)
         #expect(!overlapped.isSignalled, "Y's body ran while X's, ended by \(how), still ran")
-    }
-
-    /// X cancelled itself and its end hook runs, so its end has not reached the queue;
-    /// then its queue cancels it too, which frees the name at once (X's own end is
-    /// applied already, so that cancellation ends nothing). Y, added then, still waits
-    /// for X's body, which ignores its cancellation.
-    @Test(arguments: ["cancelAll()", "cancelAll(named:)", "cancelAll(inLane:)"])
-    func aQueueCancellationOfAUnitThatEndedByItselfStillHoldsBackItsName(how: String) async throws {
-        let (queue, _) = makeQueue()
-        let xStarted = Signal()
-        let releaseX = Signal()
-        let xReturned = Signal()
-        let inEndHook = Signal()
-        let leave = DispatchSemaphore(value: 0)
-        var options = AsyncTask.Options(name: "n", lane: "l")
-        options.onEnd = { _ in
-            inEndHook.signal()
-            leave.wait()  // A thread of the test's own, never a cooperative one.
-        }
-        let x = queue.add(options) {
-            xStarted.signal()
-            await releaseX.wait()  // not cancellable: the body ignores its cancellation
-            xReturned.signal()
-        }
-        await xStarted.wait()
-        Thread { x.task.cancel() }.start()
-        await inEndHook.wait()
-        switch how {
-        case "cancelAll()": queue.cancelAll()
-        case "cancelAll(named:)": _ = queue.cancelAll(named: "n")
-        default: _ = queue.cancelAll(inLane: "l")
-        }
-        let overlapped = Signal()
-        let y = queue.add(.init(name: "n", uniquenessPolicy: .drop)) {
-            if !xReturned.isSignalled { overlapped.signal() }
-        }
-        #expect(waitsBehindAClosedGate(y.task))
-        leave.signal()
-        releaseX.signal()
-        _ = try await y.value
-        #expect(!overlapped.isSignalled, "Y's body ran while X's, cancelled by itself, then by \(how), still ran")
     }
 
     @Test func deduplicationIsPerQueue() async {

@@ -304,13 +304,7 @@ struct SingleFlightTests {
         let (queue, _) = makeQueue()
         let events = listening ? queue.events : nil
         queue.suspend()  // The abandoned unit never starts.
-        let inEndHook = Signal()
-        let leave = DispatchSemaphore(value: 0)
-        var abandoned = join
-        abandoned.onEnd = { _ in
-            inEndHook.signal()
-            leave.wait()  // A thread of the test's own, never a cooperative one.
-        }
+        let (abandoned, inEndHook, leave) = heldAtItsEnd()
         let primary = queue.add(abandoned) { "abandoned" }
         let caller = Task { try await primary.value }
         await waitUntilAwaited(primary.task, by: 1)
@@ -343,13 +337,7 @@ struct SingleFlightTests {
         let order = Recorder<String>()
         let started = Signal()
         let returnBody = Signal()
-        let inEndHook = Signal()
-        let leave = DispatchSemaphore(value: 0)
-        var abandoned = join
-        abandoned.onEnd = { _ in
-            inEndHook.signal()
-            leave.wait()  // A thread of the test's own, never a cooperative one.
-        }
+        let (abandoned, inEndHook, leave) = heldAtItsEnd()
         let primary = queue.add(abandoned) {
             started.signal()
             await returnBody.wait()
@@ -381,6 +369,19 @@ struct SingleFlightTests {
         #expect(await newcomer.outcome.kind == .replaced)
         #expect(order.all == ["abandoned body returned", "the replacing body"])
         #expect(await joined.outcome.kind == .cancelled, "the unit that joined in time shares the cancellation")
+    }
+
+    /// Options for the unit to abandon: its end hook signals `inEndHook`, then waits
+    /// (on the thread that ended it, one of the test's own) until `leave` is signalled.
+    private func heldAtItsEnd() -> (AsyncTask.Options, inEndHook: Signal, leave: DispatchSemaphore) {
+        let inEndHook = Signal()
+        let leave = DispatchSemaphore(value: 0)
+        var options = join
+        options.onEnd = { _ in
+            inEndHook.signal()
+            leave.wait()  // A thread of the test's own, never a cooperative one.
+        }
+        return (options, inEndHook, leave)
     }
 
     /// Enqueued, behind the gate of a body that still runs.
