@@ -360,13 +360,17 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     /// exactly once, after the operation reported `isFinished`, on the thread that
     /// reports it. Costs no allocation (the queue's hot path). Returns `false`, and
     /// registers nothing, when the operation has already reported `isFinished`: the
-    /// caller then does its bookkeeping itself.
+    /// caller then does its bookkeeping itself. An operation whose unit has ended already
+    /// (cancelled before it was added, say) stops counting for its name at once, as it
+    /// would have when it ended (see ``unitEnded(_:)``).
     func track(by queue: BridgeStorage, handle: BridgeStorage.Machine.Handle) -> Bool {
-        bridge.withLock { state in
-            guard !state.reportsFinished, state.tracking == nil else { return false }
+        let (tracked, ended) = bridge.withLock { state in
+            guard !state.reportsFinished, state.tracking == nil else { return (false, false) }
             state.tracking = Tracking(queue: queue, handle: handle)
-            return true
+            return (true, state.unitEnded)
         }
+        if ended, unit.name != nil { queue.memberStopped(handle) }
+        return tracked
     }
 
     // MARK: Replacing

@@ -165,7 +165,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         var replacing: (newcomer: Member, gate: ReplacementGate?)?
         // The gates this transition made, by name: a later newcomer of a batch that
         // replaces an earlier one also waits for the bodies that one replaced (its add
-        // looked for lingering bodies before these gates existed).
+        // looked for lingering bodies before these gates existed). Only members with gates
+        // (units) are asked their name here: an `Operation`'s `name` is open to a
+        // subclass, whose code must not run under the lock.
         var made: [String: [ReplacementGate]] = [:]
         func holdBackNewcomer() {
             guard let replacing, let gate = replacing.gate, let name = replacing.newcomer.memberName else { return }
@@ -197,7 +199,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 if replacing?.newcomer !== newcomer {
                     holdBackNewcomer()
                     replacing = (newcomer, nil)
-                    if let name = newcomer.memberName, let gates = made[name] { newcomer.waitBeforeRunning(for: gates) }
+                    if !made.isEmpty, let name = newcomer.memberName, let gates = made[name] { newcomer.waitBeforeRunning(for: gates) }
                 }
                 settled.append(member.settle(.replace, gate: &replacing!.gate).remainder)
             default:

@@ -74,6 +74,26 @@ struct BackgroundOperationQueueTests {
         #expect(survivors.first?.currentOutcome?.kind == .finished)
     }
 
+    /// An operation cancelled before it was added is admitted (Foundation finishes it
+    /// once its queue gets to it), but its name is free at once: a later `.drop` of that
+    /// name is not dropped.
+    @Test func anOperationCancelledBeforeItsAddLeavesItsNameFree() async {
+        let (queue, _) = makeOperationQueue()
+        queue.isSuspended = true
+        let cancelled = AsyncOperation(name: "sync") { $0.finish() }
+        cancelled.cancel()
+        queue.addOperation(cancelled)
+        let ran = Signal()
+        let next = queue.addAsyncOperation(name: "sync", uniquenessPolicy: .drop) { operation in
+            ran.signal()
+            operation.finish()
+        }
+        #expect(next.currentOutcome == nil, "dropped beside an operation that was cancelled")
+        queue.isSuspended = false
+        await queue.waitUntilIdle()
+        #expect(ran.isSignalled && next.currentOutcome?.kind == .finished)
+    }
+
     @Test func replaceKeepsTheLastAndCancelsExecutingAndPendingOnes() async {
         let (queue, _) = makeOperationQueue()
         let started = Signal()
