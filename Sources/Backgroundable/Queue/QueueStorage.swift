@@ -199,7 +199,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 if replacing?.newcomer !== newcomer {
                     holdBackNewcomer()
                     replacing = (newcomer, nil)
-                    if !made.isEmpty, let name = newcomer.memberName, let gates = made[name] { newcomer.waitBeforeRunning(for: gates) }
+                    if !made.isEmpty, let name = newcomer.memberName, let gates = made[name] {
+                        newcomer.waitBeforeRunning(for: gates)
+                    }
                 }
                 settled.append(member.settle(.replace, gate: &replacing!.gate).remainder)
             default:
