@@ -254,7 +254,7 @@ struct SingleFlightTests {
         let late = AsyncTaskHandle { 6 }
         #expect(late.task.state.withLock { $0.claim(by: queue.core) })
         var gate: ReplacementGate?
-        late.task.settle(.join(primary: ended.task), gate: &gate).remainder.perform()
+        late.task.settle(.join(primary: ended.task, inSequence: false), gate: &gate).remainder.perform()
         #expect(try await late.value == 5)
     }
 
@@ -369,6 +369,26 @@ struct SingleFlightTests {
         #expect(await newcomer.outcome.kind == .replaced)
         #expect(order.all == ["abandoned body returned", "the replacing body"])
         #expect(await joined.outcome.kind == .cancelled, "the unit that joined in time shares the cancellation")
+    }
+
+    /// In a sequential group a newcomer cannot be added again in its place: meeting
+    /// abandoned work, it ends cancelled too, and the group goes on behind it.
+    @Test func aGroupMemberMeetingAbandonedWorkEndsCancelled() async throws {
+        let (queue, _) = makeQueue()
+        queue.suspend()
+        let (abandoned, inEndHook, leave) = heldAtItsEnd()
+        let primary = queue.add(abandoned) { "abandoned" }
+        let caller = Task { try await primary.value }
+        await waitUntilAwaited(primary.task, by: 1)
+        Thread { caller.cancel() }.start()
+        await inEndHook.wait()
+        let member = AsyncTask(join) { $0.finish() }
+        let next = AsyncTask(.init(timeout: nil)) { $0.finish() }
+        #expect(queue.addSequence([member, next]) == 2)
+        #expect(member.currentOutcome?.kind == .cancelled, "it shares the cancellation")
+        leave.signal()
+        queue.resume()
+        #expect(await next.outcome.kind == .finished)
     }
 
     /// Options for the unit to abandon: its end hook signals `inEndHook`, then waits

@@ -271,8 +271,8 @@ public final class GracefulShutdown: BackgroundTaskProvider {
     /// the cancelled work returned or the cancellation period ended. Bodies that still run
     /// although their unit ended (cancelled or timed out, ignoring it) count as work: the
     /// queues are drained once they returned, and when the grace period ends first they
-    /// get the cancellation period too (their units are not listed: they have ended). Every event of the
-    /// queues has been delivered to their listeners when it returns.
+    /// get the cancellation period too (their units are not listed: they have ended).
+    /// Every event of the queues has been delivered to their listeners when it returns.
     ///
     /// Cancelling the calling task makes it return at once with what it knows: `.idle`
     /// before a request, `.drained` after one, listing the units still live in

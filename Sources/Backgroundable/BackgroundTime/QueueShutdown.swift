@@ -63,9 +63,9 @@ enum QueueShutdown {
     /// ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and apply its expiration
     /// policy), then waits — at most `cancellationPeriod`, taken within zero...about 292
     /// years — for the bodies that were running to return (those of units that ended
-    /// before too), and for the queues that are idle again to deliver their events. The waits run in a task of their own, so they
-    /// take place even when the calling task is already cancelled (a service lifecycle
-    /// cancels its services).
+    /// before too), and for the queues that are idle again to deliver their events. The
+    /// waits run in a task of their own, so they take place even when the calling task is
+    /// already cancelled (a service lifecycle cancels its services).
     ///
     /// - Returns: The unfinished units (``unfinishedUnits(in:)``) as they were before the
     ///   expiration, less those that finished after all (the expiration policy let them

@@ -447,7 +447,7 @@ extension Operation: QueueMember {
             settleEnding(outcome)
         case .replace:
             settleEnding(.replaced)
-        case .join(let primary):
+        case .join(let primary, _):
             SettledDecision(applied: true, outcome: nil, remainder: .call { self.join(primary) })
         }
     }

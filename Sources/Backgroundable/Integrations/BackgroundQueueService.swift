@@ -17,8 +17,9 @@
     /// 1. lasts until the group's graceful shutdown;
     /// 2. then the queues stop accepting work (``BackgroundQueue/stopAcceptingWork()``:
     ///    late adds end cancelled) and run on until they are idle, the bodies of their
-    ///    ended units returned (see ``GracefulShutdown/drain(_:)-([BackgroundQueue])``) — within the group's
-    ///    `maximumGracefulShutdownDuration`, after which the group cancels the service;
+    ///    ended units returned (see ``GracefulShutdown/drain(_:)-([BackgroundQueue])``) —
+    ///    within the group's `maximumGracefulShutdownDuration`, after which the group
+    ///    cancels the service;
     /// 3. once cancelled (that limit, a cancellation signal, or another service ending
     ///    the group) with work still running, the work expires: each queue emits
     ///    ``BackgroundQueue/Event/Kind/backgroundTimeExpiring`` and applies its

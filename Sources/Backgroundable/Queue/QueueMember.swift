@@ -35,8 +35,10 @@ enum QueueDecision {
     /// End it with this outcome: rejected at its add, expired as it would start, or
     /// ended by the queue (a timeout, a cancellation) while it counted for its name.
     case end(AsyncTask.Outcome)
-    /// It joins `primary`'s work (``UniquenessPolicy/join``).
-    case join(primary: any QueueMember)
+    /// It joins `primary`'s work (``UniquenessPolicy/join``). `inSequence`: it came in a
+    /// sequential group, where it cannot be added again in its place, should `primary`'s
+    /// work turn out to be cancelled (it then ends cancelled too).
+    case join(primary: any QueueMember, inSequence: Bool)
     /// A newcomer replaced it (``UniquenessPolicy/replace``).
     case replace
 }

@@ -185,8 +185,8 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                     let admitted = outcome.kind == .timedOut
                     machine.correctEvent(of: member, admitted: admitted, outcome: result.outcome)
                 }
-            case .join(let member, let primary, reported: true):
-                let result = member.settle(.join(primary: primary), gate: &noGate)
+            case .join(let member, let primary, reported: true, let inSequence):
+                let result = member.settle(.join(primary: primary, inSequence: inSequence), gate: &noGate)
                 settled.append(result.remainder)
                 if !result.applied { machine.correctEvent(of: member, admitted: false, outcome: nil) }
             case .end(let member, let outcome, named: true):
@@ -313,9 +313,9 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
                 member.endFromQueue(outcome)
             case .reject(let member, let outcome, reported: false):
                 member.endFromQueue(outcome)
-            case .join(let member, let primary, reported: false):
+            case .join(let member, let primary, reported: false, let inSequence):
                 var noGate: ReplacementGate?
-                member.settle(.join(primary: primary), gate: &noGate).remainder.perform()
+                member.settle(.join(primary: primary, inSequence: inSequence), gate: &noGate).remainder.perform()
             case .end, .reject, .join, .replace:
                 break  // Settled under the lock; what remained was performed first.
             case .sampleProgress(let members):

@@ -48,7 +48,7 @@ extension AsyncTask: QueueMember {
         case .replace:
             let result = state.withLock { state in (ending: state.replace(gate: &gate), outcome: state.outcome) }
             return settled(result.ending, result.outcome)
-        case .join(let primary):
+        case .join(let primary, let inSequence):
             guard let primary = primary as? AsyncTask, let joining = joining(primary, claimed: true) else {
                 // Not reachable with a primary of another kind: a queue's members are all units.
                 return SettledDecision(applied: false, outcome: currentOutcome)
@@ -60,9 +60,18 @@ extension AsyncTask: QueueMember {
                 return SettledDecision(
                     applied: true, outcome: ending.outcome, remainder: .ending(PendingEnding(self, ending)))
             case .refused:
-                return addedInstead(of: primary)
+                return inSequence ? endedCancelled() : addedInstead(of: primary)
             }
         }
+    }
+
+    /// The work it meant to join was cancelled, in a sequential group: it ends cancelled
+    /// too, as an operation of the bridge does. Out of line: a join rarely meets cancelled
+    /// work.
+    @inline(never)
+    private func endedCancelled() -> SettledDecision {
+        let ending = state.withLock { $0.end(.cancelled) }
+        return settled(ending, currentOutcome)
     }
 
     /// The work it meant to join was cancelled: after unlocking, it is added as work of

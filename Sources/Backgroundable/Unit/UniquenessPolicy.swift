@@ -43,7 +43,8 @@ public struct UniquenessPolicy: Sendable, Hashable, CaseIterable, CustomStringCo
     /// callers. It is cancelled when no task awaits it any more — the live unit's
     /// awaiters and every joined unit's are counted together, and a joined unit's
     /// awaiters stop counting when that unit is cancelled. A unit that arrives as the
-    /// live unit is being cancelled does not join it: it is added, and runs its own work.
+    /// live unit is being cancelled does not join it: it is added, and runs its own work
+    /// (in a sequential group, which it cannot join again in its place, it ends cancelled).
     public static let join = UniquenessPolicy(kind: .join)
 
     #if BACKGROUNDABLE_EXTRA_KINDS_FOR_TESTING

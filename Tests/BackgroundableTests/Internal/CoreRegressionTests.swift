@@ -155,12 +155,12 @@ struct CoreRegressionTests {
         machine.forgetCancelled(other, named: "refresh")
         actions = []
         #expect(machine.add(admission(newcomer, name: "refresh", policy: .join), actions: &actions) == nil)
-        #expect(actions.contains { if case .join(_, let joined, _) = $0 { joined === primary } else { false } })
+        #expect(actions.contains { if case .join(_, let joined, _, _) = $0 { joined === primary } else { false } })
         machine.forgetCancelled(primary, named: "refresh")
         #expect(machine.add(admission(newcomer, name: "refresh", policy: .join), actions: &actions) != nil)
         actions = []
         #expect(machine.add(admission(next, name: "refresh", policy: .join), actions: &actions) == nil)
-        #expect(actions.contains { if case .join(_, let joined, _) = $0 { joined === newcomer } else { false } })
+        #expect(actions.contains { if case .join(_, let joined, _, _) = $0 { joined === newcomer } else { false } })
     }
 
     // 3. No start is ever lost: a drainer that gives up its role just as a member

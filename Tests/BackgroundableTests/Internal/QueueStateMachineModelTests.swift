@@ -358,7 +358,7 @@ struct MachineHarness {
                 reference.endRequested(member.id, outcome.kind)
             case .replace(let member, _):
                 reference.endRequested(member.id, .replaced)
-            case .join(let member, let primary, _):
+            case .join(let member, let primary, _, _):
                 let owed = reference.owedJoins.removeValue(forKey: member.id)
                 if owed != primary.id {
                     reference.problems.append("\(member.id) joined \(primary.id), owed \(String(describing: owed))")

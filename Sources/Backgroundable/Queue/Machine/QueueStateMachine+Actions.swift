@@ -46,8 +46,9 @@ extension QueueStateMachine {
         case reject(Member, AsyncTask.Outcome, reported: Bool)
         /// The member was not admitted: it joins the live member `primary` of its name
         /// and ends with its outcome (``UniquenessPolicy/join``). Nothing follows. Settled
-        /// under the lock when an event `reported` it.
-        case join(Member, primary: Member, reported: Bool)
+        /// under the lock when an event `reported` it. `inSequence`: it came in a
+        /// sequential group (see ``QueueDecision/join(primary:inSequence:)``).
+        case join(Member, primary: Member, reported: Bool, inSequence: Bool)
         /// Read the progress of these executing members (outside the lock), then send
         /// ``progressSampled(_:actions:)``.
         case sampleProgress([(Handle, Member)])
@@ -180,8 +181,8 @@ struct QueueActions<Member: AnyObject, Kinds: ActionKinds>: Sequence {
         insert(.reject(member, outcome, reported: reported))
     }
 
-    mutating func join(_ member: Member, primary: Member, reported: Bool) where Kinds: MayAdmit {
-        insert(.join(member, primary: primary, reported: reported))
+    mutating func join(_ member: Member, primary: Member, reported: Bool, inSequence: Bool) where Kinds: MayAdmit {
+        insert(.join(member, primary: primary, reported: reported, inSequence: inSequence))
     }
 
     mutating func replace(_ member: Member, by newcomer: Member) where Kinds: MayAdmit {
@@ -200,7 +201,7 @@ struct QueueActions<Member: AnyObject, Kinds: ActionKinds>: Sequence {
     private mutating func insert(_ action: Action) {
         switch action {
         case .deliver: delivers = true
-        case .replace, .end(_, _, named: true), .reject(_, _, reported: true), .join(_, _, reported: true):
+        case .replace, .end(_, _, named: true), .reject(_, _, reported: true), .join(_, _, reported: true, _):
             needsSettling = true
         default: break
         }

@@ -151,7 +151,9 @@ struct QueueStateMachine<Member: AnyObject> {
         var admitted: [(member: Member, handle: Handle)] = []
         var previous: Int32 = -1
         for admission in admissions {
-            guard let slot = admit(admission, place: .ready, actions: &actions) else { continue }
+            guard let slot = admit(admission, place: .ready, inSequence: sequential, actions: &actions) else {
+                continue
+            }
             admitted.append((admission.member, handle(of: slot)))
             let predecessor = sequential ? previous : joinLane(admission.lane, slot)
             link(slot, behind: predecessor, admission, actions: &actions)
@@ -186,7 +188,10 @@ struct QueueStateMachine<Member: AnyObject> {
     }
 
     /// Applies the uniqueness policy and records the member. `nil` when rejected.
-    private mutating func admit(_ admission: Admission, place: Place, actions: inout Actions<some MayAdmit>) -> Int32? {
+    /// `inSequence`: it comes in a sequential group.
+    private mutating func admit(
+        _ admission: Admission, place: Place, inSequence: Bool = false, actions: inout Actions<some MayAdmit>
+    ) -> Int32? {
         if isClosed {
             actions.reject(admission.member, .cancelled, reported: false)
             return nil
@@ -206,7 +211,9 @@ struct QueueStateMachine<Member: AnyObject> {
                 return nil
             case .join(let slot):
                 let primary = records[Int(slot)].member!
-                actions.join(admission.member, primary: primary, reported: observedEvents.contains(.joined))
+                actions.join(
+                    admission.member, primary: primary, reported: observedEvents.contains(.joined),
+                    inSequence: inSequence)
                 emit(.joined(admission.member, primary: primary), actions: &actions)
                 return nil
             case .replace(let first):
