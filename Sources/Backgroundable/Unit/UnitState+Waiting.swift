@@ -81,7 +81,7 @@ extension UnitState {
     }
 
     /// The gate of the unit's body, when the unit ended while its body runs (see
-    /// ``end(_:value:named:)``).
+    /// ``end(_:value:)``).
     var lingeringBody: ReplacementGate? {
         guard hasEnded, case .bodyReturn(let gate)? = waiters.first else { return nil }
         return gate
