@@ -304,12 +304,7 @@ struct SingleFlightTests {
         let (queue, _) = makeQueue()
         let events = listening ? queue.events : nil
         queue.suspend()  // The abandoned unit never starts.
-        let (abandoned, inEndHook, leave) = heldAtItsEnd()
-        let primary = queue.add(abandoned) { "abandoned" }
-        let caller = Task { try await primary.value }
-        await waitUntilAwaited(primary.task, by: 1)
-        Thread { caller.cancel() }.start()
-        await inEndHook.wait()
+        let (caller, leave) = await abandonAWaitingUnit(on: queue)
         let newcomer = queue.add(join) { "its own" }
         #expect(newcomer.task.currentOutcome == nil, "it did not share the cancellation")
         leave.signal()
@@ -376,12 +371,7 @@ struct SingleFlightTests {
     @Test func aGroupMemberMeetingAbandonedWorkEndsCancelled() async throws {
         let (queue, _) = makeQueue()
         queue.suspend()
-        let (abandoned, inEndHook, leave) = heldAtItsEnd()
-        let primary = queue.add(abandoned) { "abandoned" }
-        let caller = Task { try await primary.value }
-        await waitUntilAwaited(primary.task, by: 1)
-        Thread { caller.cancel() }.start()
-        await inEndHook.wait()
+        let (_, leave) = await abandonAWaitingUnit(on: queue)
         let member = AsyncTask(join) { $0.finish() }
         let next = AsyncTask(.init(timeout: nil)) { $0.finish() }
         #expect(queue.addSequence([member, next]) == 2)
@@ -389,6 +379,21 @@ struct SingleFlightTests {
         leave.signal()
         queue.resume()
         #expect(await next.outcome.kind == .finished)
+    }
+
+    /// Adds a unit of the join's name to `queue` (suspended, so it waits) and has its only
+    /// awaiting caller cancel, on a thread of the test's: the unit is cancelled, and its
+    /// end hook holds its end there, before the queue has heard of it, until `leave`.
+    private func abandonAWaitingUnit(
+        on queue: BackgroundQueue
+    ) async -> (caller: Task<String, any Error>, leave: DispatchSemaphore) {
+        let (abandoned, inEndHook, leave) = heldAtItsEnd()
+        let primary = queue.add(abandoned) { "abandoned" }
+        let caller = Task { try await primary.value }
+        await waitUntilAwaited(primary.task, by: 1)
+        Thread { caller.cancel() }.start()
+        await inEndHook.wait()
+        return (caller, leave)
     }
 
     /// Options for the unit to abandon: its end hook signals `inEndHook`, then waits
