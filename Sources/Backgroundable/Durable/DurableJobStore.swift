@@ -24,7 +24,8 @@ public protocol DurableJobStore: Sendable {
     /// Stores `job`, durably, before returning. When a job of the same name is stored,
     /// removes it and stores `job` if `replacing` is `true`; otherwise stores nothing and
     /// returns the stored job's id with ``DurableJobReceipt/wasDropped`` set. Sets the
-    /// job's ``DurableJobRecord/sequence``.
+    /// job's ``DurableJobRecord/sequence``. A record whose id is stored already is not
+    /// stored again: the call throws ``DurableStoreError/Code/duplicateID``.
     func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt
 
     /// Claims up to `limit` due jobs (``DurableJobRecord/runAt`` not in the future) of the
@@ -78,6 +79,10 @@ public struct DurableStoreError: Error, Sendable, CustomStringConvertible {
         public static let encoding = Code("encoding")
         /// The connection to a database failed or dropped.
         public static let connection = Code("connection")
+        /// ``DurableJobStore/enqueue(_:replacing:)`` was given a record whose id is stored
+        /// already (say, an add tried again after it had in fact succeeded); nothing was
+        /// stored, and the stored job is unchanged.
+        public static let duplicateID = Code("duplicateID")
         /// The kind has no registered handler in this queue.
         public static let unknownKind = Code("unknownKind")
         /// A stored payload no longer decodes as the kind's payload type.

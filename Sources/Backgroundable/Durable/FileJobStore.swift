@@ -116,6 +116,9 @@ public final class FileJobStore: DurableJobStore {
     public func enqueue(_ job: DurableJobRecord, replacing: Bool) async throws -> DurableJobReceipt {
         try await perform { [self] in
             var job = job
+            guard index.withLock({ $0.record(job.id) == nil }) else {
+                throw DurableStoreError(.duplicateID, "job \(job.id) is stored already; nothing was stored")
+            }
             let existing = job.name.flatMap { name in index.withLock { $0.job(named: name) } }
             if let existing, !replacing { return DurableJobReceipt(id: existing, wasDropped: true) }
             job.sequence = index.withLock { $0.takeSequence() }

@@ -214,34 +214,51 @@
             }
             // One statement each; it answers nothing only when it raced a job of the same
             // name stored, or removed, after the statement's snapshot: then it runs again.
+            // A stored id is looked for first, in the statement's snapshot (one stored
+            // later fails the insert on the primary key): such a record is not stored, and
+            // replaces or drops nothing.
             var statement = insert
             statement.binds.append(name)
+            let lookup = "dup AS (SELECT EXISTS (SELECT FROM \(qualifiedTable) WHERE id = $1::uuid) AS stored)"
+            let duplicate = "SELECT NULL::uuid, NULL::uuid, true FROM dup WHERE stored"
             if replacing {
                 // The delete runs first: the insert reads its result.
                 statement.sql = """
-                    WITH old AS (DELETE FROM \(qualifiedTable) WHERE name = $15::text RETURNING id),
+                    WITH \(lookup),
+                    old AS (
+                        DELETE FROM \(qualifiedTable) WHERE name = $15::text AND NOT (SELECT stored FROM dup) RETURNING id
+                    ),
                     new AS (
-                        \(insert.sql) FROM (SELECT count(*) FROM old) AS deleted
+                        \(insert.sql) FROM (SELECT count(*) FROM old) AS deleted WHERE NOT (SELECT stored FROM dup)
                         ON CONFLICT (name) WHERE name IS NOT NULL DO NOTHING RETURNING id
                     )
-                    SELECT new.id, (SELECT id FROM old LIMIT 1) AS other FROM new
+                    SELECT new.id, (SELECT id FROM old LIMIT 1) AS other, false FROM new
+                    UNION ALL \(duplicate)
                     """
             } else {
                 statement.sql = """
-                    WITH new AS (\(insert.sql) ON CONFLICT (name) WHERE name IS NOT NULL DO NOTHING RETURNING id)
-                    SELECT id, NULL::uuid AS other FROM new
+                    WITH \(lookup),
+                    new AS (
+                        \(insert.sql) WHERE NOT (SELECT stored FROM dup)
+                        ON CONFLICT (name) WHERE name IS NOT NULL DO NOTHING RETURNING id
+                    )
+                    SELECT id, NULL::uuid AS other, false FROM new
                     UNION ALL
-                    SELECT NULL::uuid, id FROM \(qualifiedTable) WHERE name = $15::text AND NOT EXISTS (SELECT FROM new)
+                    SELECT NULL::uuid, id, false FROM \(qualifiedTable)
+                    WHERE name = $15::text AND NOT EXISTS (SELECT FROM new) AND NOT (SELECT stored FROM dup)
+                    UNION ALL \(duplicate)
                     """
             }
             for _ in 0..<100 {
                 guard let row = try await rows(statement, "storing job \(job.id) named \"\(name)\"").first else {
                     continue
                 }
-                let (stored, other) = try Self.decode(row, "storing job \(job.id)") {
-                    try $0.decode((UUID?, UUID?).self)
+                let (stored, other, isDuplicate) = try Self.decode(row, "storing job \(job.id)") {
+                    try $0.decode((UUID?, UUID?, Bool).self)
                 }
-                if stored != nil {
+                if isDuplicate {
+                    throw Self.duplicate("storing job \(job.id) named \"\(name)\"")
+                } else if stored != nil {
                     return DurableJobReceipt(id: job.id, replaced: other.map(DurableJobID.init(uuid:)))
                 } else if let other {
                     return DurableJobReceipt(id: DurableJobID(uuid: other), wasDropped: true)
@@ -487,7 +504,19 @@
         /// server's message, unless it already is one or is a cancellation.
         private static func storeError(_ error: any Error, _ doing: String) -> any Error {
             if error is DurableStoreError || error is CancellationError { return error }
+            // A unique violation of the primary key: only an insert of a stored id meets it
+            // (the name's index is handled by each statement's `ON CONFLICT`).
+            if let error = error as? PSQLError, let info = error.serverInfo, info[.sqlState] == "23505",
+                info[.constraintName]?.hasSuffix("_pkey") ?? false
+            {
+                return duplicate(doing)
+            }
             return DurableStoreError(.connection, "PostgreSQL: \(doing) failed: \(describe(error))")
+        }
+
+        private static func duplicate(_ doing: String) -> DurableStoreError {
+            DurableStoreError(
+                .duplicateID, "PostgreSQL: \(doing): a job of this id is stored already; nothing was stored")
         }
 
         /// What went wrong, for people: PSQLError's description hides everything (it may

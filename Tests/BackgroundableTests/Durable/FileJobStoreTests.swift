@@ -198,6 +198,35 @@ import Testing
         #expect(try await store.claim(kinds: ["note"], limit: 5, lease: .seconds(1)).map(\.attempt) == [2])
     }
 
+    @Test func anAddOfAStoredIDIsADuplicateIDErrorAndChangesNothing() async throws {
+        let directory = ScratchDirectory()
+        defer { directory.remove() }
+        let job = try record("first", name: "sync")
+        do {
+            let store = try await FileJobStore(directory: directory.url)
+            _ = try await store.enqueue(job, replacing: false)
+            // The same id again (an add tried again after it succeeded), under its own name,
+            // another name or none, dropping or replacing: an error, before any name rule.
+            for name in ["sync", "other", nil] as [String?] {
+                for replacing in [false, true] {
+                    var again = try record("again", name: name)
+                    again.id = job.id
+                    let error = await #expect(throws: DurableStoreError.self) {
+                        _ = try await store.enqueue(again, replacing: replacing)
+                    }
+                    #expect(error?.code == .duplicateID)
+                }
+            }
+            #expect(try await store.jobs().map(\.payload) == [job.payload])
+        }
+        // Nothing of the refused adds reached the disk either.
+        let reopened = try await FileJobStore(directory: directory.url)
+        let jobs = try await reopened.jobs()
+        #expect(jobs.map(\.id) == [job.id])
+        #expect(jobs.map(\.payload) == [job.payload])
+        #expect(try jobFiles(directory) == ["slab-0.slots"])
+    }
+
     /// Runs `body` with a tmpfs of `kilobytes` mounted at a fresh directory, then unmounts
     /// it; where this process may not mount file systems, says so and runs nothing.
     private func withTmpfs(kilobytes: Int, _ body: (ScratchDirectory) async throws -> Void) async throws {

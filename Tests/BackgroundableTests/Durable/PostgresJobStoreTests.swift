@@ -98,6 +98,35 @@
             }
         }
 
+        @Test func anEnqueueOfAStoredIDIsADuplicateIDErrorAndChangesNothing() async throws {
+            try await withPostgres { database in
+                let store = database.store()
+                let named = testRecord(name: "sync", payload: "first")
+                let unnamed = testRecord(payload: "first")
+                _ = try await store.enqueue(named, replacing: false)
+                _ = try await store.enqueue(unnamed, replacing: false)
+                // The same id again (an add tried again after it succeeded), under its own
+                // name, another name or none, dropping or replacing: an error, before any
+                // name rule.
+                for id in [named.id, unnamed.id] {
+                    for name in ["sync", "other", nil] as [String?] {
+                        for replacing in [false, true] {
+                            var again = testRecord(name: name, payload: "again")
+                            again.id = id
+                            let error = await #expect(throws: DurableStoreError.self) {
+                                _ = try await store.enqueue(again, replacing: replacing)
+                            }
+                            #expect(error?.code == .duplicateID, "\(name ?? "no name"), replacing: \(replacing)")
+                        }
+                    }
+                }
+                let jobs = try await store.jobs()
+                #expect(jobs.map(\.id) == [named.id, unnamed.id])
+                #expect(jobs.map(\.payload) == [Data("first".utf8), Data("first".utf8)])
+                #expect(jobs.map(\.name) == ["sync", nil])
+            }
+        }
+
         @Test func namesStayUniqueUnderConcurrentEnqueuesFromSeveralReplicas() async throws {
             try await withPostgres(clients: 3) { database in
                 let stores = (0..<3).map { database.store(client: $0) }
