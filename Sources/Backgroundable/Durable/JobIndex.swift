@@ -7,9 +7,12 @@ import Foundation
 ///
 /// A job can be claimed ("eligible") when nobody holds it and it has no lane or is the
 /// first job of its lane, and no other job of its lane is held: only the first job of a
-/// lane can be held, so that is "first, and not held". Eligible jobs wait in
-/// `notDue` until their `runAt`, then in `due`. Entries carry the job's version and are
-/// skipped once it has changed, instead of being searched for and removed.
+/// lane can be held, so that is "first, and not held". Eligible jobs wait, in the line
+/// of their kind, in `notDue` until their `runAt`, then in `due`: a claim looks only at
+/// the lines of the kinds it asks for, so jobs of other kinds (those of another queue on
+/// the same store, those a newer version of the app stored) cost it nothing. Entries
+/// carry the job's version and are skipped once it has changed, instead of being
+/// searched for and removed.
 struct JobIndex {
     private struct Entry {
         var record: DurableJobRecord
@@ -44,14 +47,16 @@ struct JobIndex {
         var head = 0
     }
 
+    /// The eligible jobs of one kind.
+    private struct Line {
+        var notDue = BinaryHeap<NotDue>()
+        var due = BinaryHeap<Due>()
+    }
+
     private var entries: [DurableJobID: Entry] = [:]
     private var names: [String: DurableJobID] = [:]
     private var lanes: [String: Lane] = [:]
-    private var notDue = BinaryHeap<NotDue>()
-    private var due = BinaryHeap<Due>()
-    /// Eligible jobs of kinds a claim did not ask for (kinds a newer version of the app
-    /// stored, say), by kind: back in line when a claim asks for their kind.
-    private var parked: [String: [NotDue]] = [:]
+    private var lines: [String: Line] = [:]
     private var nextVersion: UInt64 = 0
     private(set) var nextSequence: Int64 = 1
 
@@ -102,21 +107,24 @@ struct JobIndex {
     }
 
     /// Claims up to `limit` eligible jobs due by `now` whose kind is in `kinds`, counting
-    /// an attempt on each; returns them.
+    /// an attempt on each; returns them, highest priority first, then in order of arrival.
     mutating func claim(kinds: Set<String>, limit: Int, now: Date) -> [DurableJobRecord] {
-        unpark(kinds)
-        moveDue(by: now)
+        let kinds = kinds.filter { lines[$0] != nil }
+        for kind in kinds { moveDue(of: kind, by: now) }
         var claimed: [DurableJobRecord] = []
-        while claimed.count < limit, let top = due.removeMin() {
-            guard var entry = entries[top.id], entry.version == top.version else { continue }
-            guard kinds.contains(entry.record.kind) else {
-                park(entry)
-                continue
+        while claimed.count < limit {
+            var best: (kind: String, top: Due)?
+            for kind in kinds {
+                guard let top = currentDue(of: kind) else { continue }
+                if best.map({ top < $0.top }) ?? true { best = (kind, top) }
             }
+            guard let best else { break }
+            lines[best.kind]?.due.removeMin()
+            var entry = entries[best.top.id]!
             entry.isClaimed = true
             entry.record.attempt += 1
             entry.version = bumpVersion()
-            entries[top.id] = entry
+            entries[best.top.id] = entry
             claimed.append(entry.record)
         }
         return claimed
@@ -125,31 +133,13 @@ struct JobIndex {
     /// The earliest `runAt` of an eligible job of one of `kinds`, or `nil`; `now` when one
     /// is due.
     mutating func nextDueDate(kinds: Set<String>, now: Date) -> Date? {
-        unpark(kinds)
-        moveDue(by: now)
-        while let top = due.min {
-            due.removeMin()
-            guard let entry = entries[top.id], entry.version == top.version else { continue }
-            guard kinds.contains(entry.record.kind) else {
-                park(entry)
-                continue
-            }
-            due.insert(top)
-            return now
+        var earliest: Date?
+        for kind in kinds where lines[kind] != nil {
+            moveDue(of: kind, by: now)
+            if currentDue(of: kind) != nil { return now }
+            if let top = currentNotDue(of: kind) { earliest = min(earliest ?? top.runAt, top.runAt) }
         }
-        while let top = notDue.min {
-            guard let entry = entries[top.id], entry.version == top.version else {
-                notDue.removeMin()
-                continue
-            }
-            guard kinds.contains(entry.record.kind) else {
-                notDue.removeMin()
-                park(entry)
-                continue
-            }
-            return top.runAt
-        }
-        return nil
+        return earliest
     }
 
     /// Replaces a stored job's record (after a claim's write, a retry or a release),
@@ -166,6 +156,12 @@ struct JobIndex {
     }
 
     func isClaimed(_ id: DurableJobID) -> Bool { entries[id]?.isClaimed ?? false }
+
+    /// How many entries the line of `kind` holds, current or not (for tests: a claim of
+    /// other kinds leaves them where they are).
+    func lineEntries(of kind: String) -> (notDue: Int, due: Int) {
+        (lines[kind]?.notDue.count ?? 0, lines[kind]?.due.count ?? 0)
+    }
 
     // MARK: - Eligibility
 
@@ -195,27 +191,35 @@ struct JobIndex {
             guard lane.ids[lane.head] == id else { return }
         }
         let record = entry.record
-        notDue.insert(NotDue(runAt: record.runAt, sequence: record.sequence, id: id, version: entry.version))
+        lines[record.kind, default: Line()].notDue.insert(
+            NotDue(runAt: record.runAt, sequence: record.sequence, id: id, version: entry.version))
     }
 
-    private mutating func park(_ entry: Entry) {
-        let record = entry.record
-        parked[record.kind, default: []].append(
-            NotDue(runAt: record.runAt, sequence: record.sequence, id: record.id, version: entry.version))
-    }
-
-    private mutating func unpark(_ kinds: Set<String>) {
-        guard !parked.isEmpty else { return }
-        for kind in kinds {
-            for entry in parked.removeValue(forKey: kind) ?? [] { notDue.insert(entry) }
-        }
-    }
-
-    private mutating func moveDue(by now: Date) {
-        while let top = notDue.min, top.runAt <= now {
-            notDue.removeMin()
+    private mutating func moveDue(of kind: String, by now: Date) {
+        while let top = lines[kind]?.notDue.min, top.runAt <= now {
+            lines[kind]?.notDue.removeMin()
             guard let entry = entries[top.id], entry.version == top.version else { continue }
-            due.insert(Due(priority: entry.record.priority, sequence: top.sequence, id: top.id, version: top.version))
+            lines[kind]?.due.insert(
+                Due(priority: entry.record.priority, sequence: top.sequence, id: top.id, version: top.version))
         }
+    }
+
+    /// The first due job of `kind` that is still current, dropping those that are not.
+    private mutating func currentDue(of kind: String) -> Due? {
+        while let top = lines[kind]?.due.min {
+            if isCurrent(top.id, top.version) { return top }
+            lines[kind]?.due.removeMin()
+        }
+        return nil
+    }
+
+    /// The first job of `kind` not yet due that is still current, dropping those that
+    /// are not.
+    private mutating func currentNotDue(of kind: String) -> NotDue? {
+        while let top = lines[kind]?.notDue.min {
+            if isCurrent(top.id, top.version) { return top }
+            lines[kind]?.notDue.removeMin()
+        }
+        return nil
     }
 }

@@ -70,6 +70,44 @@ import Testing
         #expect(index.claim(kinds: ["k", "future"], limit: 10, now: now).map(\.id) == [unknown])
     }
 
+    @Test func claimsOfSeveralKindsGoByPriorityThenArrivalAcrossThem() {
+        var index = JobIndex()
+        let a1 = job(&index, kind: "a")
+        let b1 = job(&index, kind: "b", priority: TaskPriority.high.rawValue)
+        let a2 = job(&index, kind: "a", priority: TaskPriority.high.rawValue)
+        let b2 = job(&index, kind: "b")
+        let c1 = job(&index, kind: "c", priority: TaskPriority.high.rawValue)
+        let laterA = job(&index, kind: "a", at: now.addingTimeInterval(20))
+        let laterB = job(&index, kind: "b", at: now.addingTimeInterval(10))
+        // Claims of one kind, then of another, as two queues on one store make them.
+        #expect(index.claim(kinds: ["a"], limit: 1, now: now).map(\.id) == [a2])
+        // The other kinds' jobs were not looked at: they wait where they were.
+        #expect(index.lineEntries(of: "b") == (notDue: 3, due: 0))
+        #expect(index.lineEntries(of: "c") == (notDue: 1, due: 0))
+        #expect(index.claim(kinds: ["b"], limit: 1, now: now).map(\.id) == [b1])
+        #expect(index.claim(kinds: ["a", "b"], limit: 10, now: now).map(\.id) == [a1, b2])
+        #expect(index.nextDueDate(kinds: ["a"], now: now) == now.addingTimeInterval(20))
+        #expect(index.nextDueDate(kinds: ["a", "b"], now: now) == now.addingTimeInterval(10))
+        #expect(index.nextDueDate(kinds: ["c"], now: now) == now)
+        #expect(index.nextDueDate(kinds: ["d"], now: now) == nil)
+        let later = now.addingTimeInterval(30)
+        #expect(index.claim(kinds: ["a", "b", "c"], limit: 10, now: later).map(\.id) == [c1, laterA, laterB])
+        #expect(index.nextDueDate(kinds: ["a", "b", "c"], now: later) == nil)
+    }
+
+    @Test func aJobOfAnotherKindGivenBackGoesBackToItsOwnLine() {
+        var index = JobIndex()
+        let a = job(&index, kind: "a")
+        let b = job(&index, kind: "b")
+        var claimed = index.claim(kinds: ["a", "b"], limit: 10, now: now)
+        #expect(claimed.map(\.id) == [a, b])
+        claimed[1].runAt = now.addingTimeInterval(5)
+        index.update(claimed[1], claimed: false)
+        #expect(index.claim(kinds: ["a"], limit: 10, now: now.addingTimeInterval(10)).isEmpty)
+        #expect(index.nextDueDate(kinds: ["b"], now: now) == now.addingTimeInterval(5))
+        #expect(index.claim(kinds: ["b"], limit: 10, now: now.addingTimeInterval(10)).map(\.id) == [b])
+    }
+
     @Test func namesPointAtTheirJobUntilItIsRemoved() {
         var index = JobIndex()
         let id = job(&index, name: "sync")
