@@ -17,6 +17,8 @@ struct JobIndex {
     private struct Entry {
         var record: DurableJobRecord
         var isClaimed = false
+        /// Its current entry waits in its kind's line.
+        var isQueued = false
         var version: UInt64
     }
 
@@ -51,6 +53,8 @@ struct JobIndex {
     private struct Line {
         var notDue = BinaryHeap<NotDue>()
         var due = BinaryHeap<Due>()
+        /// Entries of jobs removed or changed since they were queued, still in the heaps.
+        var stale = 0
     }
 
     private var entries: [DurableJobID: Entry] = [:]
@@ -93,6 +97,7 @@ struct JobIndex {
     @discardableResult
     mutating func remove(_ id: DurableJobID) -> DurableJobRecord? {
         guard let entry = entries.removeValue(forKey: id) else { return nil }
+        if entry.isQueued { markStale(in: entry.record.kind) }
         if let name = entry.record.name, names[name] == id { names[name] = nil }
         if let laneName = entry.record.lane, var lane = lanes[laneName] {
             skipRemoved(&lane)
@@ -122,6 +127,7 @@ struct JobIndex {
             lines[best.kind]?.due.removeMin()
             var entry = entries[best.top.id]!
             entry.isClaimed = true
+            entry.isQueued = false
             entry.record.attempt += 1
             entry.version = bumpVersion()
             entries[best.top.id] = entry
@@ -147,10 +153,13 @@ struct JobIndex {
     @discardableResult
     mutating func update(_ record: DurableJobRecord, claimed: Bool) -> Bool {
         guard var entry = entries[record.id] else { return false }
+        let wasQueued = entry.isQueued
         entry.record = record
         entry.isClaimed = claimed
+        entry.isQueued = false
         entry.version = bumpVersion()
         entries[record.id] = entry
+        if wasQueued { markStale(in: record.kind) }
         if !claimed { makeEligibleIfFirst(record.id) }
         return true
     }
@@ -184,12 +193,14 @@ struct JobIndex {
 
     /// Queues `id` to be claimed if it is unclaimed and first in its lane.
     private mutating func makeEligibleIfFirst(_ id: DurableJobID) {
-        guard let entry = entries[id], !entry.isClaimed else { return }
+        guard var entry = entries[id], !entry.isClaimed, !entry.isQueued else { return }
         if let laneName = entry.record.lane, var lane = lanes[laneName] {
             skipRemoved(&lane)
             lanes[laneName] = lane
             guard lane.ids[lane.head] == id else { return }
         }
+        entry.isQueued = true
+        entries[id] = entry
         let record = entry.record
         lines[record.kind, default: Line()].notDue.insert(
             NotDue(runAt: record.runAt, sequence: record.sequence, id: id, version: entry.version))
@@ -198,7 +209,10 @@ struct JobIndex {
     private mutating func moveDue(of kind: String, by now: Date) {
         while let top = lines[kind]?.notDue.min, top.runAt <= now {
             lines[kind]?.notDue.removeMin()
-            guard let entry = entries[top.id], entry.version == top.version else { continue }
+            guard let entry = entries[top.id], entry.version == top.version else {
+                lines[kind]?.stale -= 1
+                continue
+            }
             lines[kind]?.due.insert(
                 Due(priority: entry.record.priority, sequence: top.sequence, id: top.id, version: top.version))
         }
@@ -209,6 +223,7 @@ struct JobIndex {
         while let top = lines[kind]?.due.min {
             if isCurrent(top.id, top.version) { return top }
             lines[kind]?.due.removeMin()
+            lines[kind]?.stale -= 1
         }
         return nil
     }
@@ -219,7 +234,22 @@ struct JobIndex {
         while let top = lines[kind]?.notDue.min {
             if isCurrent(top.id, top.version) { return top }
             lines[kind]?.notDue.removeMin()
+            lines[kind]?.stale -= 1
         }
         return nil
+    }
+
+    /// One more entry of `kind`'s line is stale. Once most of a line is, it is swept (in
+    /// O(n), paid for by the changes that made the entries stale), so that a kind no
+    /// claim asks for keeps no more entries than it has jobs, give or take a few.
+    private mutating func markStale(in kind: String) {
+        guard var line = lines.removeValue(forKey: kind) else { return }
+        line.stale += 1
+        if line.stale > 64, line.stale * 2 > line.notDue.count + line.due.count {
+            line.notDue.removeAll { !isCurrent($0.id, $0.version) }
+            line.due.removeAll { !isCurrent($0.id, $0.version) }
+            line.stale = 0
+        }
+        if !line.notDue.isEmpty || !line.due.isEmpty { lines[kind] = line }
     }
 }

@@ -23,7 +23,18 @@ struct BinaryHeap<Element: Comparable> {
         guard !elements.isEmpty else { return nil }
         elements.swapAt(0, elements.count - 1)
         let least = elements.removeLast()
-        var parent = 0
+        siftDown(from: 0)
+        return least
+    }
+
+    /// Removes the elements `shouldRemove` picks, in O(n).
+    mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+        elements.removeAll(where: shouldRemove)
+        for parent in stride(from: elements.count / 2 - 1, through: 0, by: -1) { siftDown(from: parent) }
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1
@@ -34,6 +45,5 @@ struct BinaryHeap<Element: Comparable> {
             elements.swapAt(parent, smallest)
             parent = smallest
         }
-        return least
     }
 }

@@ -108,6 +108,30 @@ import Testing
         #expect(index.claim(kinds: ["b"], limit: 10, now: now.addingTimeInterval(10)).map(\.id) == [b])
     }
 
+    @Test func aKindNoClaimAsksForKeepsNoMoreEntriesThanJobsGiveOrTakeAFew() {
+        var index = JobIndex()
+        let ids = (0..<200).map { _ in job(&index, kind: "future") }
+        for id in ids.prefix(150) { index.remove(id) }
+        // Swept once most of the line was stale; a few stale entries may stay.
+        #expect(index.lineEntries(of: "future").notDue <= 50 + 64)
+        for id in ids.suffix(50) { index.remove(id) }
+        #expect(index.lineEntries(of: "future").notDue <= 64)
+        let later = job(&index, kind: "future")
+        #expect(index.claim(kinds: ["future"], limit: 10, now: now).map(\.id) == [later])
+    }
+
+    @Test func aGivenBackJobIsQueuedOnceHoweverOftenItsLaneMoves() {
+        var index = JobIndex()
+        let head = job(&index, lane: "l")
+        let second = job(&index, lane: "l")
+        let third = job(&index, lane: "l")
+        // Removing later jobs of the lane makes its first one eligible again: once.
+        index.remove(third)
+        index.remove(second)
+        #expect(index.lineEntries(of: "k") == (notDue: 1, due: 0))
+        #expect(index.claim(kinds: ["k"], limit: 10, now: now).map(\.id) == [head])
+    }
+
     @Test func namesPointAtTheirJobUntilItIsRemoved() {
         var index = JobIndex()
         let id = job(&index, name: "sync")
