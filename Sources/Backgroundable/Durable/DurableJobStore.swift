@@ -80,8 +80,8 @@ public struct DurableStoreError: Error, Sendable, CustomStringConvertible {
         /// The connection to a database failed or dropped.
         public static let connection = Code("connection")
         /// ``DurableJobStore/enqueue(_:replacing:)`` was given a record whose id is stored
-        /// already (say, an add tried again after it had in fact succeeded); nothing was
-        /// stored, and the stored job is unchanged.
+        /// already (say, the same record again, after a call that timed out had in fact
+        /// stored it); nothing was stored, and the stored job is unchanged.
         public static let duplicateID = Code("duplicateID")
         /// The kind has no registered handler in this queue.
         public static let unknownKind = Code("unknownKind")
