@@ -22,7 +22,13 @@ struct JobIndex {
         var version: UInt64
     }
 
-    private struct NotDue: Comparable {
+    /// An entry of a line: which job, at which version.
+    private protocol LineEntry: Comparable {
+        var id: DurableJobID { get }
+        var version: UInt64 { get }
+    }
+
+    private struct NotDue: LineEntry {
         var runAt: Date
         var sequence: Int64
         var id: DurableJobID
@@ -31,7 +37,7 @@ struct JobIndex {
         static func == (a: Self, b: Self) -> Bool { a.id == b.id && a.version == b.version }
     }
 
-    private struct Due: Comparable {
+    private struct Due: LineEntry {
         var priority: UInt8
         var sequence: Int64
         var id: DurableJobID
@@ -219,21 +225,18 @@ struct JobIndex {
     }
 
     /// The first due job of `kind` that is still current, dropping those that are not.
-    private mutating func currentDue(of kind: String) -> Due? {
-        while let top = lines[kind]?.due.min {
-            if isCurrent(top.id, top.version) { return top }
-            lines[kind]?.due.removeMin()
-            lines[kind]?.stale -= 1
-        }
-        return nil
-    }
+    private mutating func currentDue(of kind: String) -> Due? { currentTop(\.due, of: kind) }
 
     /// The first job of `kind` not yet due that is still current, dropping those that
     /// are not.
-    private mutating func currentNotDue(of kind: String) -> NotDue? {
-        while let top = lines[kind]?.notDue.min {
+    private mutating func currentNotDue(of kind: String) -> NotDue? { currentTop(\.notDue, of: kind) }
+
+    private mutating func currentTop<Waiting: LineEntry>(
+        _ heap: WritableKeyPath<Line, BinaryHeap<Waiting>>, of kind: String
+    ) -> Waiting? {
+        while let top = lines[kind]?[keyPath: heap].min {
             if isCurrent(top.id, top.version) { return top }
-            lines[kind]?.notDue.removeMin()
+            lines[kind]?[keyPath: heap].removeMin()
             lines[kind]?.stale -= 1
         }
         return nil
