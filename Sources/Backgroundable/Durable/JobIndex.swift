@@ -231,6 +231,8 @@ struct JobIndex {
     /// are not.
     private mutating func currentNotDue(of kind: String) -> NotDue? { currentTop(\.notDue, of: kind) }
 
+    /// The first still-current entry of one of `kind`'s heaps, dropping the stale ones
+    /// in front of it (each one found stale is taken off the line's `stale` count).
     private mutating func currentTop<Waiting: LineEntry>(
         _ heap: WritableKeyPath<Line, BinaryHeap<Waiting>>, of kind: String
     ) -> Waiting? {
