@@ -120,7 +120,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         into actions: inout Machine.ActionList, _ body: (inout Locked, inout Machine.ActionList) -> Result
     ) -> Result {
         let (result, settled, firstBatch) = lockedStep(into: &actions, body)
-        performAfterUnlocking(actions, settled, firstBatch)
+        performAfterUnlocking(actions, settled, consume firstBatch)
         return result
     }
 
@@ -224,7 +224,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     }
 
     private func performAfterUnlocking(
-        _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
+        _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: consuming DeliveryBatch?
     ) {
         if !settled.isEmpty {
             performSettling(actions, settled, firstBatch)
@@ -239,7 +239,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// second sleeper is cancelled at once). Not inlined: the common step settles nothing.
     @inline(never)
     private func performSettling(
-        _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: DeliveryBatch?
+        _ actions: Machine.ActionList, _ settled: SettledRemainders, _ firstBatch: consuming DeliveryBatch?
     ) {
         actions.visit { action in
             guard case .armSleeper(let deadline, let generation) = action else { return }
@@ -304,7 +304,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// Performs the actions in order, except the delivery, which comes last: the new
     /// deliverer delivers until the outbox is empty, and the members this transition
     /// started must not wait for that.
-    private func perform(_ actions: Machine.ActionList, _ firstBatch: DeliveryBatch?) {
+    private func perform(_ actions: Machine.ActionList, _ firstBatch: consuming DeliveryBatch?) {
         actions.visit { action in
             switch action {
             case .start(let member, let priority):
@@ -331,7 +331,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         }
         // No first batch: the settling corrected away everything the transition posted,
         // and the role was freed as the batch was taken; another thread may hold it now.
-        if let firstBatch { deliver(startingWith: firstBatch) }
+        if let firstBatch = consume firstBatch { deliver(startingWith: firstBatch) }
     }
 
     /// Starts ready members in rounds until nothing can start; the machine then frees
@@ -394,11 +394,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
             locked.machine.deadlineReached(generation: generation, actions: &actions)
         }
         guard let next, !settled.isEmpty || Self.runsCallerCode(actions) else {
-            performAfterUnlocking(actions, settled, firstBatch)
+            performAfterUnlocking(actions, settled, consume firstBatch)
             return next
         }
         armSleeper(until: next, generation: generation, handingOver: true)
-        performAfterUnlocking(actions, settled, firstBatch)
+        performAfterUnlocking(actions, settled, consume firstBatch)
         return nil
     }
 
@@ -450,7 +450,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
         return true
     }
 
-    /// Delivers the outbox in order, starting with `first` (taken by the transition that
+    /// Delivers the outbox in order, starting with `batch` (taken by the transition that
     /// made this thread the deliverer). Only one thread delivers at a time (the one the
     /// machine made the deliverer), so begin / end of background time, the delegate's
     /// calls and the events can never be reordered.
@@ -462,8 +462,11 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     /// (from the main thread, say) never stays to deliver the events of other threads'
     /// units for as long as they keep coming. That task (`byATask`) delivers until the
     /// outbox is empty.
-    private func deliver(startingWith first: DeliveryBatch, byATask: Bool = false) {
-        var batch = first
+    ///
+    /// `batch` is consumed, all the way from the step that took it: while the step still
+    /// held a reference, emptying the batch for the next one made a new buffer instead of
+    /// reusing the outbox's (two allocations a busy period, the gates' `idle` shape).
+    private func deliver(startingWith batch: consuming DeliveryBatch, byATask: Bool = false) {
         var delivered = 0
         repeat {
             deliver(batch)
