@@ -28,6 +28,11 @@
     ///   `lease_until`. A job whose lease ran out can be claimed by any store.
     /// - **Lanes**: a job of a lane can be claimed only when no job of its lane came before
     ///   it (by `sequence`) and none holds a live lease.
+    /// - **Costs**: a claim walks the jobs in the order it takes them (an index on priority
+    ///   and arrival) and stops at its limit, so the size of a backlog costs it nothing;
+    ///   what it steps over does: jobs held or not yet due that come before the due ones,
+    ///   and the later jobs of a lane (two index lookups each). ``nextDueDate(kinds:)``
+    ///   reads a few index entries per kind, per job being run and per lane.
     /// - ``retry(_:at:error:)``, ``release(_:)`` and ``renew(_:lease:)`` change only jobs whose
     ///   lease this store holds (its ``ownerID``): a store whose lease ran out and whose job
     ///   another store claimed changes nothing. ``complete(_:)`` and ``remove(_:)`` delete by id.
@@ -64,6 +69,9 @@
         private let nameIndex: String
         private let dueIndex: String
         private let laneIndex: String
+        private let orderIndex: String
+        private let readyIndex: String
+        private let leaseIndex: String
 
         /// A store on `table` (in `schema`, if given) through `client`, which the caller
         /// runs. Call ``prepare()`` once before use, from any number of replicas.
@@ -103,6 +111,9 @@
             nameIndex = Self.quoted(table + "_name")
             dueIndex = Self.quoted(table + "_due")
             laneIndex = Self.quoted(table + "_lane")
+            orderIndex = Self.quoted(table + "_order")
+            readyIndex = Self.quoted(table + "_ready")
+            leaseIndex = Self.quoted(table + "_leases")
         }
 
         private static func quoted(_ identifier: String) -> String {
@@ -114,6 +125,9 @@
         /// Creates the table and its indexes if they do not exist. Idempotent, and safe when
         /// several replicas call it at once: it runs in one transaction under an advisory
         /// lock named after the table. The schema, if given, must exist.
+        ///
+        /// On a table an earlier version made, it adds the indexes this one reads from;
+        /// building them holds back writes to the table until they are built.
         public func prepare() async throws {
             let lockName = "Backgroundable.PostgresJobStore:" + qualifiedTable
             let statements: [PostgresQuery] = [
@@ -150,6 +164,22 @@
                     unsafeSQL:
                         "CREATE INDEX IF NOT EXISTS \(laneIndex) ON \(qualifiedTable) (lane, sequence) WHERE lane IS NOT NULL"
                 ),
+                // A claim walks the jobs in the order it takes them, and stops at its limit.
+                PostgresQuery(
+                    unsafeSQL: "CREATE INDEX IF NOT EXISTS \(orderIndex) ON \(qualifiedTable) (priority DESC, sequence)"
+                ),
+                // The next due date: the earliest job of each kind outside lanes and leases...
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE INDEX IF NOT EXISTS \(readyIndex) ON \(qualifiedTable) (kind, run_at)
+                        WHERE lane IS NULL AND lease_until IS NULL
+                        """),
+                // ...and the leases, as many as the jobs being run.
+                PostgresQuery(
+                    unsafeSQL: """
+                        CREATE INDEX IF NOT EXISTS \(leaseIndex) ON \(qualifiedTable) (lane, lease_until)
+                        WHERE lease_until IS NOT NULL
+                        """),
             ]
             let (client, logger) = (self.client, self.logger)
             do {
@@ -270,46 +300,83 @@
 
         public func claim(kinds: Set<String>, limit: Int, lease: Duration) async throws -> [DurableJobRecord] {
             guard limit > 0, !kinds.isEmpty else { return [] }
-            let query: PostgresQuery = """
-                WITH due AS (
-                    SELECT j.id FROM \(unescaped: qualifiedTable) AS j
-                    WHERE j.kind = ANY(\(Array(kinds))) AND j.run_at <= now()
-                        AND (j.lease_until IS NULL OR j.lease_until <= now())
-                        AND (j.lane IS NULL OR NOT EXISTS (
-                            SELECT FROM \(unescaped: qualifiedTable) AS o
-                            WHERE o.lane = j.lane AND o.id <> j.id AND (o.sequence < j.sequence OR o.lease_until > now())))
-                    ORDER BY j.priority DESC, j.sequence
-                    LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED
-                )
-                UPDATE \(unescaped: qualifiedTable) AS j
-                SET attempt = j.attempt + 1, lease_owner = \(ownerID),
-                    lease_until = now() + make_interval(secs => \(Self.seconds(lease)))
-                FROM due WHERE j.id = due.id
-                RETURNING \(unescaped: Self.columns.map { "j.\($0)" }.joined(separator: ", "))
-                """
-            let claimed = try await rows(query, "claiming jobs").map { try Self.record($0) }
+            let claimed = try await rows(claimQuery(kinds: kinds, limit: limit, lease: lease), "claiming jobs").map {
+                try Self.record($0)
+            }
             // RETURNING keeps no order: highest priority first, then in order of arrival.
             return claimed.sorted { ($0.priority, $1.sequence) > ($1.priority, $0.sequence) }
+        }
+
+        /// ``claim(kinds:limit:lease:)``'s statement. It walks the jobs in the order it
+        /// takes them and stops at `limit`; each job of a lane costs two index lookups.
+        func claimQuery(kinds: Set<String>, limit: Int, lease: Duration) -> PostgresQuery {
+            """
+            WITH due AS (
+                SELECT j.id FROM \(unescaped: qualifiedTable) AS j
+                WHERE j.kind = ANY(\(Array(kinds))) AND j.run_at <= now()
+                    AND (j.lease_until IS NULL OR j.lease_until <= now())
+                    AND (j.lane IS NULL OR (
+                        (SELECT min(o.sequence) FROM \(unescaped: qualifiedTable) AS o WHERE o.lane = j.lane) = j.sequence
+                        AND NOT EXISTS (
+                            SELECT FROM \(unescaped: qualifiedTable) AS o
+                            WHERE o.lane = j.lane AND o.lease_until > now() AND o.id <> j.id)))
+                ORDER BY j.priority DESC, j.sequence
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE \(unescaped: qualifiedTable) AS j
+            SET attempt = j.attempt + 1, lease_owner = \(ownerID),
+                lease_until = now() + make_interval(secs => \(Self.seconds(lease)))
+            FROM due WHERE j.id = due.id
+            RETURNING \(unescaped: Self.columns.map { "j.\($0)" }.joined(separator: ", "))
+            """
         }
 
         /// Also counts a job another store holds, due when its lease runs out: a queue
         /// then wakes to take over the jobs of a replica that died.
         public func nextDueDate(kinds: Set<String>) async throws -> Date? {
             guard !kinds.isEmpty else { return nil }
-            let query: PostgresQuery = """
-                SELECT EXTRACT(EPOCH FROM min(GREATEST(j.run_at, j.lease_until, (
-                    SELECT max(o.lease_until) FROM \(unescaped: qualifiedTable) AS o WHERE o.lane = j.lane AND o.id <> j.id
-                ))) - now())::float8
-                FROM \(unescaped: qualifiedTable) AS j
-                WHERE j.kind = ANY(\(Array(kinds)))
-                    AND (j.lease_owner IS DISTINCT FROM \(ownerID) OR j.lease_until IS NULL OR j.lease_until <= now())
-                    AND (j.lane IS NULL OR NOT EXISTS (
-                        SELECT FROM \(unescaped: qualifiedTable) AS o WHERE o.lane = j.lane AND o.sequence < j.sequence))
-                """
-            guard let row = try await rows(query, "reading the next due date").first else { return nil }
+            guard let row = try await rows(nextDueDateQuery(kinds: kinds), "reading the next due date").first else {
+                return nil
+            }
             let seconds = try Self.decode(row, "reading the next due date") { try $0.decode(Double?.self) }
             return seconds.map { Date().addingTimeInterval($0) }
+        }
+
+        /// ``nextDueDate(kinds:)``'s statement, in seconds from the database's `now()`.
+        ///
+        /// Three parts, each read from an index: the jobs outside lanes that nobody
+        /// holds (the earliest of each kind); those outside lanes that another store
+        /// holds, or whose lease ran out; the first job of each lane (found by skipping
+        /// from lane to lane), due once no other job of its lane holds a lease.
+        func nextDueDateQuery(kinds: Set<String>) -> PostgresQuery {
+            let kinds = Array(kinds)
+            return """
+                WITH RECURSIVE heads AS (
+                    (SELECT lane, sequence FROM \(unescaped: qualifiedTable)
+                        WHERE lane IS NOT NULL ORDER BY lane, sequence LIMIT 1)
+                    UNION ALL
+                    SELECT step.lane, step.sequence FROM heads CROSS JOIN LATERAL (
+                        SELECT lane, sequence FROM \(unescaped: qualifiedTable)
+                        WHERE lane > heads.lane ORDER BY lane, sequence LIMIT 1) AS step
+                )
+                SELECT EXTRACT(EPOCH FROM min(due) - now())::float8 FROM (
+                    SELECT (SELECT min(j.run_at) FROM \(unescaped: qualifiedTable) AS j
+                            WHERE j.kind = wanted.kind AND j.lane IS NULL AND j.lease_until IS NULL) AS due
+                    FROM unnest(\(kinds)::text[]) AS wanted(kind)
+                    UNION ALL
+                    SELECT GREATEST(j.run_at, j.lease_until) FROM \(unescaped: qualifiedTable) AS j
+                    WHERE j.lane IS NULL AND j.lease_until IS NOT NULL AND j.kind = ANY(\(kinds))
+                        AND (j.lease_owner IS DISTINCT FROM \(ownerID) OR j.lease_until <= now())
+                    UNION ALL
+                    SELECT GREATEST(j.run_at, j.lease_until, (
+                        SELECT max(o.lease_until) FROM \(unescaped: qualifiedTable) AS o
+                        WHERE o.lane = j.lane AND o.lease_until IS NOT NULL AND o.id <> j.id))
+                    FROM heads JOIN \(unescaped: qualifiedTable) AS j ON j.lane = heads.lane AND j.sequence = heads.sequence
+                    WHERE j.kind = ANY(\(kinds))
+                        AND (j.lease_owner IS DISTINCT FROM \(ownerID) OR j.lease_until IS NULL OR j.lease_until <= now())
+                ) AS parts
+                """
         }
 
         public func renew(_ ids: [DurableJobID], lease: Duration) async throws {
