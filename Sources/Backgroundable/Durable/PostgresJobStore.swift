@@ -307,8 +307,7 @@
             return claimed.sorted { ($0.priority, $1.sequence) > ($1.priority, $0.sequence) }
         }
 
-        /// ``claim(kinds:limit:lease:)``'s statement. It walks the jobs in the order it
-        /// takes them and stops at `limit`; each job of a lane costs two index lookups.
+        /// ``claim(kinds:limit:lease:)``'s statement (its costs: the type's **Costs**).
         func claimQuery(kinds: Set<String>, limit: Int, lease: Duration) -> PostgresQuery {
             """
             WITH due AS (

@@ -465,7 +465,7 @@ final class QueueStorage<Member, Inbox: QueueInbox<Member>>: Sendable {
     ///
     /// `batch` is consumed, all the way from the step that took it: while the step still
     /// held a reference, emptying the batch for the next one made a new buffer instead of
-    /// reusing the outbox's (two allocations a busy period, the gates' `idle` shape).
+    /// reusing the outbox's (the gates' `idle` shape counts those allocations).
     private func deliver(startingWith batch: consuming DeliveryBatch, byATask: Bool = false) {
         var delivered = 0
         repeat {
